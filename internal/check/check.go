@@ -1,0 +1,124 @@
+// Package check validates the arguments of repository calls, the same way for
+// every implementation. Every error it returns wraps taskapi.ErrInvalidArgument.
+package check
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Topic checks a topic name: non-empty, at most 250 bytes, valid UTF-8, no NUL.
+func Topic(topic string) error { return name("topic", topic, taskapi.MaxTopicLength) }
+
+// Owner checks an owner name: non-empty, at most 250 bytes, valid UTF-8, no NUL.
+func Owner(owner string) error { return name("owner", owner, taskapi.MaxOwnerLength) }
+
+// Identifier checks a task identifier: non-empty, at most 500 bytes, valid UTF-8, no NUL.
+func Identifier(identifier string) error {
+	return name("identifier", identifier, taskapi.MaxIdentifierLength)
+}
+
+// Reference checks an optional task reference: at most 500 bytes, valid UTF-8, no NUL.
+func Reference(reference string) error {
+	if reference == "" {
+		return nil
+	}
+	return name("reference", reference, taskapi.MaxReferenceLength)
+}
+
+// Text checks free text such as an input or an output: valid UTF-8, no NUL.
+func Text(kind, text string) error {
+	if !utf8.ValidString(text) {
+		return fmt.Errorf("%s is not valid UTF-8: %w", kind, taskapi.ErrInvalidArgument)
+	}
+	if strings.IndexByte(text, 0) >= 0 {
+		return fmt.Errorf("%s contains a NUL byte: %w", kind, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}
+
+func name(kind, value string, limit int) error {
+	switch {
+	case value == "":
+		return fmt.Errorf("%s is empty: %w", kind, taskapi.ErrInvalidArgument)
+	case len(value) > limit:
+		return fmt.Errorf("%s %q… is %d bytes long, over the limit of %d: %w",
+			kind, value[:min(len(value), 32)], len(value), limit, taskapi.ErrInvalidArgument)
+	}
+	return Text(kind, value)
+}
+
+// Creation checks the fields of a creation.
+func Creation(c taskapi.Creation) error {
+	if err := Identifier(c.Identifier); err != nil {
+		return err
+	}
+	if err := Reference(c.Reference); err != nil {
+		return err
+	}
+	return Text("input", c.Input)
+}
+
+// Duration checks that a duration is not negative.
+func Duration(kind string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s %v is negative: %w", kind, d, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Enum checks that an enum value is one of its defined values.
+func Enum[E interface {
+	Valid() bool
+	String() string
+}](e E) error {
+	if !e.Valid() {
+		return fmt.Errorf("%v is not defined: %w", e, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// States checks that every state is defined and, when allowed is not nil,
+// allowed for the call.
+func States(states []taskapi.State, allowed func(taskapi.State) bool) error {
+	for _, s := range states {
+		if err := Enum(s); err != nil {
+			return err
+		}
+		if allowed != nil && !allowed(s) {
+			return fmt.Errorf("state %v is not allowed here: %w", s, taskapi.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// Revivable checks that state is one a task can be revived or reassigned
+// from: Expired, Failed, Suspended, Filtered or Succeeded.
+func Revivable(state taskapi.State) error {
+	return States([]taskapi.State{state}, taskapi.State.Revivable)
+}
+
+// PollOptions resolves Poll's options into an order and a condition; the
+// last of each kind wins. The default is FIFO, Unconditional.
+func PollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
+	order, condition := taskapi.FIFO, taskapi.Unconditional
+	for _, opt := range opts {
+		var err error
+		switch o := opt.(type) {
+		case taskapi.Order:
+			order, err = o, Enum(o)
+		case taskapi.Condition:
+			condition, err = o, Enum(o)
+		default:
+			err = fmt.Errorf("poll option %v is not supported: %w", opt, taskapi.ErrInvalidArgument)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return order, condition, nil
+}

@@ -1,0 +1,125 @@
+package check_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+func TestNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		check func(string) error
+		value string
+		ok    bool
+	}{
+		{"topic", check.Topic, "orders", true},
+		{"topic at limit", check.Topic, strings.Repeat("t", 250), true},
+		{"topic multi-byte at limit", check.Topic, strings.Repeat("é", 125), true},
+		{"topic over limit", check.Topic, strings.Repeat("t", 251), false},
+		{"topic empty", check.Topic, "", false},
+		{"topic NUL", check.Topic, "a\x00b", false},
+		{"topic invalid UTF-8", check.Topic, "a\xffb", false},
+		{"owner", check.Owner, "worker-1", true},
+		{"owner over limit", check.Owner, strings.Repeat("o", 251), false},
+		{"owner empty", check.Owner, "", false},
+		{"identifier at limit", check.Identifier, strings.Repeat("i", 500), true},
+		{"identifier over limit", check.Identifier, strings.Repeat("i", 501), false},
+		{"identifier empty", check.Identifier, "", false},
+		{"identifier NUL", check.Identifier, "\x00", false},
+		{"reference empty", check.Reference, "", true},
+		{"reference at limit", check.Reference, strings.Repeat("r", 500), true},
+		{"reference over limit", check.Reference, strings.Repeat("r", 501), false},
+		{"reference invalid UTF-8", check.Reference, "\xc3", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.check(tt.value)
+			if tt.ok && err != nil {
+				t.Fatalf("rejected: %v", err)
+			}
+			if !tt.ok && !errors.Is(err, taskapi.ErrInvalidArgument) {
+				t.Fatalf("error = %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+}
+
+func TestTextAllowsAnythingButNULAndBadUTF8(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 1<<20)
+	for _, ok := range []string{"", long, "ünïcödé 🚀", "line\nbreak"} {
+		if err := check.Text("input", ok); err != nil {
+			t.Errorf("Text(%.20q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"nul\x00", "\xff\xfe"} {
+		if err := check.Text("input", bad); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("Text(%q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+func TestCreation(t *testing.T) {
+	t.Parallel()
+	good := taskapi.Creation{Identifier: "id", Input: "in", Reference: "ref"}
+	if err := check.Creation(good); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []taskapi.Creation{
+		{Identifier: ""},
+		{Identifier: "id", Input: "\x00"},
+		{Identifier: "id", Reference: strings.Repeat("r", 501)},
+	} {
+		if err := check.Creation(bad); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("Creation(%+v) = %v", bad, err)
+		}
+	}
+}
+
+func TestDurationAndEnums(t *testing.T) {
+	t.Parallel()
+	if err := check.Duration("after", 0); err != nil {
+		t.Error(err)
+	}
+	if err := check.Duration("after", -time.Nanosecond); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("negative duration: %v", err)
+	}
+	if err := check.Enum(taskapi.Insertion(4)); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("Insertion(4): %v", err)
+	}
+	if err := check.States([]taskapi.State{taskapi.Ready, taskapi.State(9)}, nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("State(9): %v", err)
+	}
+	if err := check.Revivable(taskapi.Ready); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("Revivable(Ready): %v", err)
+	}
+	for s := taskapi.Expired; s <= taskapi.Succeeded; s++ {
+		if err := check.Revivable(s); err != nil {
+			t.Errorf("Revivable(%v): %v", s, err)
+		}
+	}
+}
+
+func TestPollOptions(t *testing.T) {
+	t.Parallel()
+	order, cond, err := check.PollOptions(nil)
+	if err != nil || order != taskapi.FIFO || cond != taskapi.Unconditional {
+		t.Errorf("defaults = %v, %v, %v", order, cond, err)
+	}
+	order, cond, err = check.PollOptions([]taskapi.PollOption{taskapi.SingularByIdentifier, taskapi.LIFO})
+	if err != nil || order != taskapi.LIFO || cond != taskapi.SingularByIdentifier {
+		t.Errorf("LIFO, singular = %v, %v, %v", order, cond, err)
+	}
+	for _, bad := range []taskapi.PollOption{taskapi.Order(2), taskapi.Condition(-1)} {
+		if _, _, err := check.PollOptions([]taskapi.PollOption{bad}); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}

@@ -1,0 +1,40 @@
+// Package testdb provisions databases for tests: every test gets a fresh,
+// migrated database of its own, so tests run in parallel and never see each
+// other's tasks.
+//
+// PostgreSQL comes from TASK_TEST_POSTGRES_URL when it is set, else from
+// testcontainers-go when a Docker engine answers, else the test is skipped
+// with a message. TASK_TEST_REQUIRE_POSTGRES=1 turns the skip into a failure.
+//
+// testdb imports drivers, goose and testcontainers: unlike the rest of
+// internal/ it serves tests only.
+package testdb
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+)
+
+// Environment variables read by testdb.
+const (
+	PostgresURLEnv     = "TASK_TEST_POSTGRES_URL"
+	RequirePostgresEnv = "TASK_TEST_REQUIRE_POSTGRES"
+)
+
+// unavailable skips t, or fails it when the environment requires the server.
+func unavailable(t testing.TB, requireEnv, why string) {
+	t.Helper()
+	if os.Getenv(requireEnv) == "1" {
+		t.Fatalf("testdb: %s (required by %s=1)", why, requireEnv)
+	}
+	t.Skipf("testdb: %s; skipping", why)
+}
+
+// randomName returns prefix followed by 16 random hex digits.
+func randomName(prefix string) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}

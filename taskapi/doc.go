@@ -1,0 +1,17 @@
+// Package taskapi is the contract of taskrepo: the types, enums, errors and
+// interfaces that every task repository implements, plus a few generic helpers
+// built on top of them.
+//
+// taskapi holds no SQL and imports no driver. The PostgreSQL implementation is
+// in package taskpg; the portable database/sql one is in package taskansi.
+//
+// Every repository method takes a context first and the caller's database
+// handle second (a transaction, a connection or a pool). A repository never
+// commits or rolls back the caller's transaction, and each call is atomic:
+// when it returns an error it has changed nothing and the caller's
+// transaction is still usable.
+//
+// Conditions that callers branch on are reported with the sentinel errors
+// ErrUnknownTopic, ErrUnknownOwner, ErrNotActive, ErrStateMismatch and
+// ErrInvalidArgument; test for them with errors.Is.
+package taskapi

@@ -1,0 +1,107 @@
+package taskapi
+
+import (
+	"math"
+	"time"
+)
+
+// Limits on the length, in bytes, of names and texts.
+const (
+	MaxTopicLength      = 250 // a topic name
+	MaxOwnerLength      = 250 // an owner name
+	MaxIdentifierLength = 500 // a task identifier
+	MaxReferenceLength  = 500 // a task reference
+)
+
+// Sequence bounds. Sequences are assigned from 1 upwards, so Inception lies
+// before every task and MaxSequence after every task.
+const (
+	Inception   int64 = 0
+	MaxSequence int64 = math.MaxInt64
+)
+
+// Unbounded is the range that holds every sequence.
+var Unbounded = Range{From: Inception, To: MaxSequence}
+
+// Range is an inclusive range of sequences. A range with From > To is empty.
+type Range struct {
+	From, To int64
+}
+
+// Contains reports whether sequence lies in r.
+func (r Range) Contains(sequence int64) bool { return r.From <= sequence && sequence <= r.To }
+
+// Empty reports whether r holds no sequence that a task can have.
+func (r Range) Empty() bool { return r.From > r.To || r.To <= Inception }
+
+// Task identifies a stored task. It is comparable and can be used as a map key.
+type Task struct {
+	Sequence   int64  // assigned by the database, increasing in insertion order
+	Identifier string // non-empty, at most MaxIdentifierLength bytes
+	Input      string // empty when absent
+}
+
+// Creation describes a task to push.
+type Creation struct {
+	Identifier string // non-empty, at most MaxIdentifierLength bytes
+	Input      string // empty when absent
+	Reference  string // empty when absent, at most MaxReferenceLength bytes
+	Suspended  bool   // push the task Suspended instead of Ready
+}
+
+// Decision is the outcome of processing a task.
+type Decision struct {
+	Result Result
+	Output string // empty when absent
+}
+
+// Completion pairs a polled task with its decision.
+type Completion struct {
+	Task     Task
+	Decision Decision
+}
+
+// Assignment sets the result of a task that is no longer Active.
+type Assignment struct {
+	Task   Task
+	Result Result
+}
+
+// Revival pairs a revived task with the task that carries on. They are equal
+// for ReviveReset.
+type Revival struct {
+	Previous, Current Task
+}
+
+// Info is everything stored about a task.
+type Info struct {
+	Task
+	State     State
+	Descent   State  // the highest state the task was in before its current one
+	Owner     string // the owner that polled it last; empty if never polled
+	Reference string
+	Output    string
+	Created   time.Time // in UTC
+	Completed time.Time // in UTC; zero when not completed
+}
+
+// Listing filters the tasks that Page returns. An empty field filters nothing.
+type Listing struct {
+	States     []State
+	Reference  string
+	Identifier string
+}
+
+// Counting filters the tasks that Count counts. An empty field filters nothing.
+type Counting struct {
+	Topic      string
+	States     []State
+	Reference  string
+	Identifier string
+}
+
+// Summary counts the tasks of one state of one topic.
+type Summary struct {
+	Count int64 // number of tasks
+	Bound int64 // highest sequence counted
+}
