@@ -1,0 +1,42 @@
+package integration_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/taskrepo/taskrepo/internal/conformance"
+	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
+)
+
+// pgBackend runs taskpg on a fresh PostgreSQL database per test.
+func pgBackend(opts ...taskpg.Option) conformance.Backend[taskpg.DB] {
+	return conformance.Backend[taskpg.DB]{
+		Open: func(t *testing.T) taskpg.DB { return testdb.Postgres(t) },
+		New: func(owner string) (taskapi.Repository[taskpg.DB], error) {
+			return taskpg.New(owner, opts...)
+		},
+		Begin: func(ctx context.Context, db taskpg.DB) (taskpg.DB, func(bool) error, error) {
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			end := func(commit bool) error {
+				if commit {
+					return tx.Commit(ctx)
+				}
+				return tx.Rollback(ctx)
+			}
+			return tx, end, nil
+		},
+	}
+}
+
+func TestTaskpgConformance(t *testing.T) {
+	conformance.Run(t, pgBackend())
+}
+
+func TestTaskpgExclusiveConformance(t *testing.T) {
+	conformance.Run(t, pgBackend(taskpg.WithExclusive()))
+}

@@ -1,0 +1,44 @@
+// Package conformance is the behaviour suite that every taskapi.Repository
+// implementation runs: the semantics of DESIGN.md, case by case, written once
+// against the taskapi interfaces. An implementation's tests call Run with a
+// Backend that opens fresh databases and builds repositories.
+//
+// The suite has one file per concern (push, poll, complete, revive, owners,
+// read, purge, input). Every case runs in parallel on a database of its own.
+package conformance
+
+import (
+	"context"
+	"testing"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Backend is an implementation under test.
+type Backend[Tx any] struct {
+	// Open returns a handle on a fresh, empty, migrated database of the
+	// test's own, safe for concurrent use (a pool). It closes and drops the
+	// database through t.Cleanup, and skips or fails t when no database is
+	// available.
+	Open func(t *testing.T) Tx
+	// New returns a repository for owner, which need not be registered.
+	New func(owner string) (taskapi.Repository[Tx], error)
+	// Begin starts a transaction on db and returns it with a function that
+	// ends it: commit when true, roll back when false.
+	Begin func(ctx context.Context, db Tx) (Tx, func(commit bool) error, error)
+}
+
+// Run runs the whole suite against b.
+func Run[Tx any](t *testing.T, b Backend[Tx]) {
+	t.Run("Push", func(t *testing.T) { testPush(t, b) })
+	t.Run("Poll", func(t *testing.T) { testPoll(t, b) })
+	t.Run("Complete", func(t *testing.T) { testComplete(t, b) })
+	t.Run("Revive", func(t *testing.T) { testRevive(t, b) })
+	t.Run("Reassign", func(t *testing.T) { testReassign(t, b) })
+	t.Run("Join", func(t *testing.T) { testJoin(t, b) })
+	t.Run("Owners", func(t *testing.T) { testOwners(t, b) })
+	t.Run("Read", func(t *testing.T) { testRead(t, b) })
+	t.Run("Purge", func(t *testing.T) { testPurge(t, b) })
+	t.Run("Input", func(t *testing.T) { testInput(t, b) })
+	t.Run("Atomicity", func(t *testing.T) { testAtomicity(t, b) })
+}

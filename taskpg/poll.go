@@ -1,0 +1,135 @@
+package taskpg
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/seqrange"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Poll marks up to size Ready tasks of topic Active with this owner, in one
+// statement, and returns them in poll order. A conditional poll first takes
+// the topic's advisory lock (see the package documentation).
+func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
+	order, condition, err := check.PollOptions(opts)
+	if err == nil {
+		err = check.Topic(topic)
+	}
+	if err != nil {
+		return nil, wrapf(err, "poll %q", topic)
+	}
+	if size < 1 {
+		return nil, nil
+	}
+	tasks, err := r.poll(ctx, db, topic, size, order, condition)
+	if err == nil && len(tasks) == 0 {
+		err = r.mustExist(ctx, db)
+	}
+	if err != nil {
+		return nil, wrapf(err, "poll %q", topic)
+	}
+	slices.SortFunc(tasks, func(a, b taskapi.Task) int {
+		if order == taskapi.LIFO {
+			a, b = b, a
+		}
+		return cmp.Compare(a.Sequence, b.Sequence)
+	})
+	return tasks, nil
+}
+
+func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, order taskapi.Order, condition taskapi.Condition) ([]taskapi.Task, error) {
+	var tasks []taskapi.Task
+	collect := func(rows pgx.Rows) (err error) {
+		tasks, err = pgx.CollectRows(rows, scanTask)
+		return err
+	}
+	b := &pgx.Batch{}
+	if condition == taskapi.Unconditional {
+		b.Queue(r.q.poll[order][0], topic, r.owner, size).Query(collect)
+	} else {
+		// Two statements of one batch: the poll's snapshot is taken once
+		// the lock is held. Outside a transaction the batch runs in an
+		// implicit one, which holds the lock until the poll is committed.
+		blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
+		b.Queue(r.q.pollLock, r.schema+"."+topic)
+		b.Queue(r.q.poll[order][1], topic, r.owner, size, blocking).Query(collect)
+	}
+	err := db.SendBatch(ctx, b).Close()
+	return tasks, err
+}
+
+// mustExist returns ErrUnknownOwner unless this owner is registered.
+func (r *Repository) mustExist(ctx context.Context, db DB) error {
+	var exists bool
+	if err := db.QueryRow(ctx, r.q.ownerExists, r.owner).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("owner %q: %w", r.owner, taskapi.ErrUnknownOwner)
+	}
+	return nil
+}
+
+func scanTask(row pgx.CollectableRow) (taskapi.Task, error) {
+	var t taskapi.Task
+	err := row.Scan(&t.Sequence, &t.Identifier, &t.Input)
+	return t, err
+}
+
+// Complete records the decisions in one statement that writes only when every
+// task is Active and owned by this owner.
+func (r *Repository) Complete(ctx context.Context, db DB, topic string, completions ...taskapi.Completion) error {
+	if err := checkCompletions(topic, completions); err != nil {
+		return wrapf(err, "complete tasks of %q", topic)
+	}
+	if len(completions) == 0 {
+		return nil
+	}
+	decisions := map[int64]taskapi.Decision{}
+	for _, c := range completions {
+		// The more severe result wins; on a tie the later output.
+		if d, ok := decisions[c.Task.Sequence]; !ok || c.Decision.Result <= d.Result {
+			decisions[c.Task.Sequence] = c.Decision
+		}
+	}
+	entries := make([]seqrange.Entry[taskapi.Decision], 0, len(decisions))
+	for sequence, d := range decisions {
+		entries = append(entries, seqrange.Entry[taskapi.Decision]{Sequence: sequence, Key: d})
+	}
+	runs := seqrange.Coalesce(entries)
+	los, his := make([]int64, len(runs)), make([]int64, len(runs))
+	states, outputs := make([]int16, len(runs)), make([]string, len(runs))
+	for i, run := range runs {
+		los[i], his[i] = run.Range.From, run.Range.To
+		states[i], outputs[i] = int16(run.Key.Result.State()), run.Key.Output
+	}
+	tag, err := db.Exec(ctx, r.q.complete, topic, los, his, states, outputs, r.owner, len(decisions))
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("%d tasks, not all Active and owned by %q: %w", len(decisions), r.owner, taskapi.ErrNotActive)
+	}
+	if err != nil {
+		return wrapf(err, "complete tasks of %q", topic)
+	}
+	return nil
+}
+
+func checkCompletions(topic string, completions []taskapi.Completion) error {
+	if err := check.Topic(topic); err != nil {
+		return err
+	}
+	for _, c := range completions {
+		if err := check.Enum(c.Decision.Result); err != nil {
+			return err
+		}
+		if err := check.Text("output", c.Decision.Output); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,287 @@
+package taskpg
+
+import (
+	"strings"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// The SQL of every call. Placeholders in braces are substituted once, in New:
+// {schema} by the quoted schema name, {sequence} by the task sequence as a
+// string literal for nextval, {skip} by " SKIP LOCKED" unless the repository
+// is exclusive; the other placeholders pick the variant of a query. Values are
+// always parameters. Times are stored as UTC in columns without time zone.
+
+// Push. The candidates are sorted by their place in the slice before nextval
+// runs (PostgreSQL evaluates volatile output expressions after the sort), so
+// sequences follow creation order. The topic check keeps an unknown topic from
+// failing the statement (no partition) and from using sequences.
+const pushInsert = `
+INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input)
+SELECT $1::text, nextval({sequence}), c.identifier, c.state, NULLIF(c.reference, ''), NULLIF(c.input, '')
+FROM unnest($2::text[], $3::smallint[], $4::text[], $5::text[])
+     WITH ORDINALITY AS c (identifier, state, reference, input, ordinal)
+WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
+ORDER BY c.ordinal
+RETURNING sequence`
+
+// The insertion modes change older tasks in data-modifying CTEs of the same
+// statement: they see the tasks as they were before the statement, so they
+// never touch the new ones. Rows are locked in sequence order against
+// deadlocks. Every CTE that locks rows is MATERIALIZED: evaluated once, since
+// a rescan would skip the rows the statement itself has just changed.
+const (
+	olderTasks = `WITH o AS MATERIALIZED (
+    SELECT sequence FROM {schema}.task
+    WHERE topic = $1 AND identifier = ANY ($2::text[]) AND state BETWEEN {from} AND {to}
+    ORDER BY sequence FOR UPDATE{skip}),`
+	pushRedundant = olderTasks + `
+older AS (
+    UPDATE {schema}.task AS t SET state = 8, descent = GREATEST(t.state, t.descent)
+    FROM o WHERE t.topic = $1 AND t.sequence = o.sequence)`
+	pushDelete = olderTasks + `
+older AS (
+    DELETE FROM {schema}.task AS t
+    USING o WHERE t.topic = $1 AND t.sequence = o.sequence)`
+)
+
+// Poll. The owner check is folded in; only when nothing comes back does Poll
+// look whether the owner exists. The conditions skip a candidate while its
+// identifier has an earlier Ready task (in poll order) or a task in a blocking
+// state ($4: Active plus the condition's Blocking states); see doc.go for how
+// conditional polls are serialized.
+const (
+	pollTemplate = `
+WITH c AS MATERIALIZED (
+    SELECT r.sequence FROM {schema}.task AS r
+    WHERE r.topic = $1 AND r.state = 1
+      AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
+    ORDER BY r.sequence {direction} LIMIT $3
+    FOR UPDATE OF r{skip})
+UPDATE {schema}.task AS t SET state = 0, owner = $2
+FROM c
+WHERE t.topic = $1 AND t.sequence = c.sequence
+RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
+	pollSingular = `
+      AND NOT EXISTS (SELECT FROM {schema}.task AS e
+                      WHERE e.topic = $1 AND e.identifier = r.identifier
+                        AND e.state = 1 AND e.sequence {earlier} r.sequence)
+      AND NOT EXISTS (SELECT FROM {schema}.task AS b
+                      WHERE b.topic = $1 AND b.identifier = r.identifier
+                        AND b.state = ANY ($4::smallint[]))`
+	// The two-key form keeps clear of the one-key advisory locks of others
+	// (goose's among them); 1952543595 is "task" in ASCII.
+	pollLock    = `SELECT pg_advisory_xact_lock(1952543595, hashtext($1))`
+	ownerExists = `SELECT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $1)`
+)
+
+// Complete, ReviveTasks and Reassign name tasks by ranges of sequences. They
+// lock the matching rows first (a locked row keeps its state until the
+// statement ends) and write only when every named task matched: all or
+// nothing in one statement.
+const (
+	runsOfTasks = `
+    SELECT t.sequence, r.* FROM {schema}.task AS t
+    JOIN runs AS r ON t.sequence BETWEEN r.lo AND r.hi`
+	complete = `
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::text[]) AS r (lo, hi, state, output)),
+locked AS (` + runsOfTasks + `
+    WHERE t.topic = $1 AND t.state = 0 AND t.owner = $6
+    ORDER BY t.sequence FOR UPDATE OF t)
+UPDATE {schema}.task AS t -- descent stays: max(Active, descent) = descent
+SET state = l.state, output = NULLIF(l.output, ''), completed = now() AT TIME ZONE 'utc'
+FROM locked AS l
+WHERE t.topic = $1 AND t.sequence = l.sequence AND (SELECT count(*) FROM locked) = $7`
+	reviveTasks = `
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),
+locked AS (` + runsOfTasks + `
+    WHERE t.topic = $1 AND t.state BETWEEN 2 AND 6
+    ORDER BY t.sequence FOR UPDATE OF t)
+UPDATE {schema}.task AS t SET {revival}
+FROM locked AS l
+WHERE t.topic = $1 AND t.sequence = l.sequence AND (SELECT count(*) FROM locked) = $4` + revivedColumns
+	reassign = `
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[]) AS r (lo, hi, state)),
+locked AS (` + runsOfTasks + `
+    WHERE t.topic = $1 AND t.state BETWEEN 2 AND 6
+    ORDER BY t.sequence FOR UPDATE OF t),
+moved AS (
+    UPDATE {schema}.task AS t
+    SET state = l.state, descent = GREATEST(t.state, t.descent),
+        completed = coalesce(t.completed, now() AT TIME ZONE 'utc')
+    FROM locked AS l
+    WHERE t.topic = $1 AND t.sequence = l.sequence AND t.state <> l.state
+      AND (SELECT count(*) FROM locked) = $5)
+SELECT count(*) FROM locked`
+)
+
+// Revivals.
+const (
+	reviveSpan = `
+WITH chosen AS MATERIALIZED (
+    SELECT sequence FROM {schema}.task
+    WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4
+    ORDER BY sequence LIMIT $5 FOR UPDATE{skip})
+UPDATE {schema}.task AS t SET {revival}
+FROM chosen AS c
+WHERE t.topic = $1 AND t.sequence = c.sequence` + revivedColumns
+	revivedColumns = `
+RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference, '')`
+	revivalReset    = `state = 1, descent = GREATEST(t.state, t.descent), owner = NULL, output = NULL, completed = NULL`
+	revivalRecreate = `state = 7, descent = GREATEST(t.state, t.descent)`
+	reassignAll     = `
+UPDATE {schema}.task
+SET state = $5, descent = GREATEST(state, descent), completed = coalesce(completed, now() AT TIME ZONE 'utc')
+WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4`
+)
+
+// Join releases one group; $3 holds the states that make an identifier count
+// as present (Suspended for Singular, all but Redundant for Eternal).
+const join = `
+WITH g AS (SELECT unnest($2::text[]) AS identifier)
+UPDATE {schema}.task AS t SET state = 1
+FROM g
+WHERE t.topic = $1 AND t.identifier = g.identifier AND t.state = 4
+  AND NOT EXISTS (SELECT FROM g AS m
+                  WHERE NOT EXISTS (SELECT FROM {schema}.task AS x
+                                    WHERE x.topic = $1 AND x.identifier = m.identifier
+                                      AND x.state = ANY ($3::smallint[])))`
+
+// Owners. Durations are parameters in microseconds.
+const (
+	// xmax is 0 for a row that this statement inserted rather than updated.
+	register = `
+INSERT INTO {schema}.task_owner AS o (owner) VALUES ($1)
+ON CONFLICT (owner) DO UPDATE SET heartbeat = now() AT TIME ZONE 'utc'
+RETURNING o.xmax = 0`
+	heartbeat = `UPDATE {schema}.task_owner SET heartbeat = now() AT TIME ZONE 'utc' WHERE owner = $1`
+	owners    = `
+SELECT owner FROM {schema}.task_owner
+WHERE owner <> $1 AND heartbeat > (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond'`
+	// A row locked by its owner's transaction belongs to a live owner, so
+	// expiry skips it.
+	expire = `
+WITH x AS MATERIALIZED (
+    SELECT a.topic, a.sequence FROM {schema}.task AS a
+    WHERE a.state = 0 AND a.owner <> $1
+      AND NOT EXISTS (SELECT FROM {schema}.task_owner AS o
+                      WHERE o.owner = a.owner
+                        AND o.heartbeat >= (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond')
+    FOR UPDATE OF a{skip})
+UPDATE {schema}.task AS t SET state = 2
+FROM x
+WHERE t.topic = x.topic AND t.sequence = x.sequence`
+	purgeOwners = `
+DELETE FROM {schema}.task_owner AS o
+WHERE o.owner <> $1 AND o.heartbeat < (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond'
+  AND NOT EXISTS (SELECT FROM {schema}.task AS t WHERE t.state = 0 AND t.owner = o.owner)`
+)
+
+// Topics. Inserting and deleting a topic creates and drops its partition (a
+// trigger of the schema). PurgeAll locks the topic's row against a concurrent
+// Destroy before it truncates the partition.
+const (
+	initialize = `INSERT INTO {schema}.task_topic (topic) VALUES ($1) ON CONFLICT DO NOTHING`
+	topics     = `SELECT topic FROM {schema}.task_topic`
+	destroy    = `DELETE FROM {schema}.task_topic WHERE topic = $1`
+	lockTopic  = `SELECT true FROM {schema}.task_topic WHERE topic = $1 FOR KEY SHARE`
+	purge      = `
+DELETE FROM {schema}.task
+WHERE topic = $1 AND sequence BETWEEN $2 AND $3 AND state = ANY ($4::smallint[])`
+	refresh = `ANALYZE {schema}.task`
+)
+
+// Reads. An empty text filter (”) filters nothing; PostgreSQL folds the test
+// away when it plans for the actual values.
+const (
+	infoColumns = `sequence, identifier, coalesce(input, ''), state, descent, coalesce(owner, ''),
+       coalesce(reference, ''), coalesce(output, ''), created, completed`
+	page = `
+SELECT ` + infoColumns + ` FROM {schema}.task
+WHERE topic = $1 AND sequence {beyond} $2 AND state = ANY ($3::smallint[])
+  AND ($4::text = '' OR reference = $4) AND ($5::text = '' OR identifier = $5)
+ORDER BY sequence {direction} LIMIT $6`
+	lookup = `SELECT ` + infoColumns + ` FROM {schema}.task WHERE topic = $1 AND sequence = $2`
+	// Recent keeps the highest sequence of each identifier among the
+	// candidates before the state filter applies.
+	count = `
+SELECT p.topic, c.state, c.count, c.bound
+FROM {schema}.task_topic AS p
+LEFT JOIN (
+    SELECT topic, state, count(*) AS count, max(sequence) AS bound
+    FROM (SELECT {distinct} topic, identifier, state, sequence FROM {schema}.task
+          WHERE ($1::text = '' OR topic = $1) AND sequence BETWEEN $2 AND $3
+            AND ($4::text = '' OR reference = $4) AND ($5::text = '' OR identifier = $5)
+          {distinctOrder}) AS candidate
+    WHERE state = ANY ($6::smallint[])
+    GROUP BY topic, state) AS c ON c.topic = p.topic
+WHERE $1::text = '' OR p.topic = $1`
+	// A task pushed Suspended has no completion time and is not counted.
+	results = `
+SELECT p.topic, c.state, c.count
+FROM {schema}.task_topic AS p
+LEFT JOIN (
+    SELECT topic, state, count(*) AS count FROM {schema}.task
+    WHERE state BETWEEN 3 AND 6
+      AND completed BETWEEN coalesce($1::timestamp, '-infinity') AND coalesce($2::timestamp, 'infinity')
+    GROUP BY topic, state) AS c ON c.topic = p.topic`
+	resolveFollowing = `SELECT min(sequence) FROM {schema}.task WHERE created >= $1::timestamp`
+	resolvePreceding = `SELECT max(sequence) FROM {schema}.task WHERE created <= $1::timestamp`
+)
+
+// queries holds the SQL of a repository, its placeholders substituted.
+type queries struct {
+	push                                        [4]string    // by Insertion
+	poll                                        [2][2]string // by Order, then unconditional / conditional
+	pollLock, ownerExists, complete             string
+	reviveSpanReset, reviveSpanRecreate         string
+	reviveTasksReset, reviveTasksRecreate       string
+	reassign, reassignAll, join                 string
+	register, heartbeat, owners, expire         string
+	purgeOwners, initialize, topics, destroy    string
+	lockTopic, purge, refresh, lookup           string
+	page                                        [2]string // by Direction
+	count                                       [2]string // by Snapshot
+	results, resolveFollowing, resolvePreceding string
+}
+
+func newQueries(schema string, exclusive bool) queries {
+	skip := " SKIP LOCKED"
+	if exclusive {
+		skip = ""
+	}
+	sequence := "'" + strings.ReplaceAll(schema+".task_sequence", "'", "''") + "'"
+	sub := strings.NewReplacer("{schema}", schema, "{sequence}", sequence, "{skip}", skip).Replace
+	v := func(template string, pairs ...string) string {
+		return sub(strings.NewReplacer(pairs...).Replace(template))
+	}
+	var q queries
+	q.push[taskapi.Append] = sub(pushInsert)
+	q.push[taskapi.Supersede] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "1")
+	q.push[taskapi.Replace] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "6")
+	q.push[taskapi.Delete] = v(pushDelete+pushInsert, "{from}", "1", "{to}", "8")
+	for _, o := range []struct {
+		order              taskapi.Order
+		direction, earlier string
+	}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
+		singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
+		q.poll[o.order][0] = v(pollTemplate, "{condition}", "", "{direction}", o.direction)
+		q.poll[o.order][1] = v(pollTemplate, "{condition}", singular, "{direction}", o.direction)
+	}
+	q.pollLock, q.ownerExists, q.complete = sub(pollLock), sub(ownerExists), sub(complete)
+	q.reviveSpanReset = v(reviveSpan, "{revival}", revivalReset)
+	q.reviveSpanRecreate = v(reviveSpan, "{revival}", revivalRecreate)
+	q.reviveTasksReset = v(reviveTasks, "{revival}", revivalReset)
+	q.reviveTasksRecreate = v(reviveTasks, "{revival}", revivalRecreate)
+	q.reassign, q.reassignAll, q.join = sub(reassign), sub(reassignAll), sub(join)
+	q.register, q.heartbeat, q.owners, q.expire = sub(register), sub(heartbeat), sub(owners), sub(expire)
+	q.purgeOwners, q.initialize, q.topics, q.destroy = sub(purgeOwners), sub(initialize), sub(topics), sub(destroy)
+	q.lockTopic, q.purge, q.refresh, q.lookup = sub(lockTopic), sub(purge), sub(refresh), sub(lookup)
+	q.page[taskapi.Forward] = v(page, "{beyond}", ">", "{direction}", "ASC")
+	q.page[taskapi.Backward] = v(page, "{beyond}", "<", "{direction}", "DESC")
+	q.count[taskapi.Total] = v(count, "{distinct}", "", "{distinctOrder}", "")
+	q.count[taskapi.Recent] = v(count, "{distinct}", "DISTINCT ON (topic, identifier)",
+		"{distinctOrder}", "ORDER BY topic, identifier, sequence DESC")
+	q.results, q.resolveFollowing, q.resolvePreceding = sub(results), sub(resolveFollowing), sub(resolvePreceding)
+	return q
+}

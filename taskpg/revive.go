@@ -1,0 +1,228 @@
+package taskpg
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/seqrange"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Revive revives up to size tasks of topic in state within span, in
+// ascending sequence order.
+func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
+	err := check.Topic(topic)
+	if err == nil {
+		err = check.Enum(how)
+	}
+	if err == nil {
+		err = check.Revivable(state)
+	}
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	if size < 1 || span.Empty() {
+		return nil, nil
+	}
+	query := r.q.reviveSpanRecreate
+	if how == taskapi.ReviveReset {
+		query = r.q.reviveSpanReset
+	}
+	ascending := func(tasks []revived) ([]revived, error) {
+		slices.SortFunc(tasks, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
+		return tasks, nil
+	}
+	revivals, err := r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size)
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	return revivals, nil
+}
+
+// ReviveTasks revives the given tasks, each of which must be in Expired to
+// Succeeded; otherwise nothing changes.
+func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error) {
+	err := check.Topic(topic)
+	if err == nil {
+		err = check.Enum(how)
+	}
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	position := map[int64]int{} // of each sequence in the order given
+	sequences := make([]int64, 0, len(tasks))
+	for _, t := range tasks {
+		if _, ok := position[t.Sequence]; !ok {
+			position[t.Sequence] = len(sequences)
+			sequences = append(sequences, t.Sequence)
+		}
+	}
+	ranges := seqrange.Ranges(sequences)
+	los, his := make([]int64, len(ranges)), make([]int64, len(ranges))
+	for i, rg := range ranges {
+		los[i], his[i] = rg.From, rg.To
+	}
+	query := r.q.reviveTasksRecreate
+	if how == taskapi.ReviveReset {
+		query = r.q.reviveTasksReset
+	}
+	revivals, err := r.revive(ctx, db, topic, how, givenOrder(position), query, topic, los, his, len(position))
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	return revivals, nil
+}
+
+// givenOrder returns an arrangement of revived tasks by their position,
+// which fails with ErrStateMismatch unless every task is there.
+func givenOrder(position map[int64]int) func([]revived) ([]revived, error) {
+	return func(tasks []revived) ([]revived, error) {
+		if len(tasks) != len(position) {
+			return nil, fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", len(position), taskapi.ErrStateMismatch)
+		}
+		slices.SortFunc(tasks, func(a, b revived) int {
+			return cmp.Compare(position[a.Sequence], position[b.Sequence])
+		})
+		return tasks, nil
+	}
+}
+
+// revived is a task that a revival statement changed.
+type revived struct {
+	taskapi.Task
+	reference string
+}
+
+// revive runs query, which revives tasks and returns them, puts them in order
+// with arrange, and pushes their successors for the modes that push: all
+// inside a transaction of its own, since these are two statements.
+func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, arrange func([]revived) ([]revived, error), query string, args ...any) ([]taskapi.Revival, error) {
+	insertion, pushes := how.Insertion()
+	if !pushes {
+		old, err := queryRevived(ctx, db, arrange, query, args)
+		return pairs(old, nil), err
+	}
+	var revivals []taskapi.Revival
+	err := inTx(ctx, db, func(tx DB) error {
+		old, err := queryRevived(ctx, tx, arrange, query, args)
+		if err != nil || len(old) == 0 {
+			return err
+		}
+		creations := make([]taskapi.Creation, len(old))
+		for i, t := range old {
+			creations[i] = taskapi.Creation{Identifier: t.Identifier, Input: t.Input, Reference: t.reference}
+		}
+		current, err := r.insert(ctx, tx, topic, insertion, creations)
+		revivals = pairs(old, current)
+		return err
+	})
+	return revivals, err
+}
+
+func queryRevived(ctx context.Context, db DB, arrange func([]revived) ([]revived, error), query string, args []any) ([]revived, error) {
+	rows, _ := db.Query(ctx, query, args...)
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (revived, error) {
+		var t revived
+		err := row.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference)
+		return t, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return arrange(tasks)
+}
+
+// pairs pairs old tasks with the tasks that carry on, or with themselves when
+// current is nil.
+func pairs(old []revived, current []taskapi.Task) []taskapi.Revival {
+	if len(old) == 0 {
+		return nil
+	}
+	revivals := make([]taskapi.Revival, len(old))
+	for i, t := range old {
+		revivals[i] = taskapi.Revival{Previous: t.Task, Current: t.Task}
+		if current != nil {
+			revivals[i].Current = current[i]
+		}
+	}
+	return revivals
+}
+
+// Reassign sets each task to the state of its result, in one statement that
+// writes only when every task is in Expired to Succeeded.
+func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
+	if err := checkAssignments(topic, assignments); err != nil {
+		return wrapf(err, "reassign tasks of %q", topic)
+	}
+	if len(assignments) == 0 {
+		return nil
+	}
+	results := map[int64]taskapi.Result{}
+	for _, a := range assignments {
+		if old, ok := results[a.Task.Sequence]; ok {
+			a.Result = a.Result.Merge(old)
+		}
+		results[a.Task.Sequence] = a.Result
+	}
+	entries := make([]seqrange.Entry[taskapi.Result], 0, len(results))
+	for sequence, result := range results {
+		entries = append(entries, seqrange.Entry[taskapi.Result]{Sequence: sequence, Key: result})
+	}
+	runs := seqrange.Coalesce(entries)
+	los, his, states := make([]int64, len(runs)), make([]int64, len(runs)), make([]int16, len(runs))
+	for i, run := range runs {
+		los[i], his[i], states[i] = run.Range.From, run.Range.To, int16(run.Key.State())
+	}
+	var matched int
+	err := db.QueryRow(ctx, r.q.reassign, topic, los, his, states, len(results)).Scan(&matched)
+	if err == nil && matched != len(results) {
+		err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", len(results), taskapi.ErrStateMismatch)
+	}
+	if err != nil {
+		return wrapf(err, "reassign tasks of %q", topic)
+	}
+	return nil
+}
+
+func checkAssignments(topic string, assignments []taskapi.Assignment) error {
+	if err := check.Topic(topic); err != nil {
+		return err
+	}
+	for _, a := range assignments {
+		if err := check.Enum(a.Result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReassignAll moves every task of topic in state from within span to the
+// state of result to, and returns how many.
+func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
+	err := check.Topic(topic)
+	if err == nil {
+		err = check.Revivable(from)
+	}
+	if err == nil {
+		err = check.Enum(to)
+	}
+	if err != nil {
+		return 0, wrapf(err, "reassign tasks of %q", topic)
+	}
+	if from == to.State() || span.Empty() {
+		return 0, nil
+	}
+	tag, err := db.Exec(ctx, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()))
+	if err != nil {
+		return 0, wrapf(err, "reassign tasks of %q", topic)
+	}
+	return tag.RowsAffected(), nil
+}
