@@ -25,21 +25,36 @@ func TestFailuresKeepTheTransactionUsable(t *testing.T) {
 	defer tx.Rollback(t.Context())
 	ready := push(t, repo, tx, "t", taskapi.Append, ids("ready")...)
 	stranger, _ := taskpg.New("stranger")
+	ctx := t.Context()
 	for _, c := range []struct {
 		name   string
-		err    error
+		call   func() error
 		target error
 	}{
-		{"Push to an unknown topic", second(repo.Push(t.Context(), tx, "nowhere", taskapi.Append, ids("x")...)), taskapi.ErrUnknownTopic},
-		{"Complete of a Ready task", repo.Complete(t.Context(), tx, "t", taskapi.Completion{Task: ready[0]}), taskapi.ErrNotActive},
-		{"ReviveTasks (append) of a Ready task", second(repo.ReviveTasks(t.Context(), tx, "t", taskapi.ReviveAppend, done[0], ready[0])), taskapi.ErrStateMismatch},
-		{"ReviveTasks (reset) of a missing task", second(repo.ReviveTasks(t.Context(), tx, "t", taskapi.ReviveReset, done[0], taskapi.Task{Sequence: 1 << 40})), taskapi.ErrStateMismatch},
-		{"Reassign of a Ready task", repo.Reassign(t.Context(), tx, "t", taskapi.Assignment{Task: done[0]}, taskapi.Assignment{Task: ready[0]}), taskapi.ErrStateMismatch},
-		{"Poll by an unknown owner", second(stranger.Poll(t.Context(), tx, "t", 1)), taskapi.ErrUnknownOwner},
-		{"Heartbeat of an unknown owner", stranger.Heartbeat(t.Context(), tx), taskapi.ErrUnknownOwner},
+		{"Push to an unknown topic", func() error {
+			return second(repo.Push(ctx, tx, "nowhere", taskapi.Append, ids("x")...))
+		}, taskapi.ErrUnknownTopic},
+		{"Complete of a Ready task", func() error {
+			return repo.Complete(ctx, tx, "t", taskapi.Completion{Task: ready[0]})
+		}, taskapi.ErrNotActive},
+		{"ReviveTasks (append) of a Ready task", func() error {
+			return second(repo.ReviveTasks(ctx, tx, "t", taskapi.ReviveAppend, done[0], ready[0]))
+		}, taskapi.ErrStateMismatch},
+		{"ReviveTasks (reset) of a missing task", func() error {
+			return second(repo.ReviveTasks(ctx, tx, "t", taskapi.ReviveReset, done[0], taskapi.Task{Sequence: 1 << 40}))
+		}, taskapi.ErrStateMismatch},
+		{"Reassign of a Ready task", func() error {
+			return repo.Reassign(ctx, tx, "t", taskapi.Assignment{Task: done[0]}, taskapi.Assignment{Task: ready[0]})
+		}, taskapi.ErrStateMismatch},
+		{"Poll by an unknown owner", func() error {
+			return second(stranger.Poll(ctx, tx, "t", 1))
+		}, taskapi.ErrUnknownOwner},
+		{"Heartbeat of an unknown owner", func() error {
+			return stranger.Heartbeat(ctx, tx)
+		}, taskapi.ErrUnknownOwner},
 	} {
-		if !errors.Is(c.err, c.target) {
-			t.Errorf("%s: error %v, want %v", c.name, c.err, c.target)
+		if err := c.call(); !errors.Is(err, c.target) {
+			t.Errorf("%s: error %v, want %v", c.name, err, c.target)
 		}
 		if _, err := tx.Exec(t.Context(), "SELECT 1"); err != nil {
 			t.Fatalf("after %s the transaction is not usable: %v", c.name, err)

@@ -41,4 +41,10 @@
 // topic wait for it; poll with a pool or a short transaction to let them run
 // in turn quickly. Unconditional polls never take it. The conditions are
 // exact under READ COMMITTED, PostgreSQL's default isolation level.
+//
+// # Statistics
+//
+// PostgreSQL plans the queries from the statistics of each partition, which
+// autovacuum gathers soon after a topic gets its first tasks. After loading
+// many tasks into a new topic, call Refresh to gather them at once.
 package taskpg

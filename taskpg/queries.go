@@ -25,42 +25,42 @@ WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
 ORDER BY c.ordinal
 RETURNING sequence`
 
-// The insertion modes change older tasks in data-modifying CTEs of the same
-// statement: they see the tasks as they were before the statement, so they
-// never touch the new ones. Rows are locked in sequence order against
-// deadlocks. Every CTE that locks rows is MATERIALIZED: evaluated once, since
-// a rescan would skip the rows the statement itself has just changed.
+// The insertion modes change older tasks in a data-modifying CTE of the same
+// statement: it sees the tasks as they were before the statement, so it never
+// touches the new ones.
+//
+// Statements that change rows they lock first (here and below) find them by
+// sequence = ANY (ARRAY(locking sub-select)) rather than by a join: the
+// sub-select runs once (a rescan would skip the rows the statement itself has
+// just changed), and the plan is an index lookup; on a new partition without
+// statistics it is at worst one scan of the partition, where a join may scan
+// it once per row. Rows are locked in sequence order against deadlocks.
 const (
-	olderTasks = `WITH o AS MATERIALIZED (
-    SELECT sequence FROM {schema}.task
-    WHERE topic = $1 AND identifier = ANY ($2::text[]) AND state BETWEEN {from} AND {to}
-    ORDER BY sequence FOR UPDATE{skip}),`
-	pushRedundant = olderTasks + `
-older AS (
-    UPDATE {schema}.task AS t SET state = 8, descent = GREATEST(t.state, t.descent)
-    FROM o WHERE t.topic = $1 AND t.sequence = o.sequence)`
-	pushDelete = olderTasks + `
-older AS (
-    DELETE FROM {schema}.task AS t
-    USING o WHERE t.topic = $1 AND t.sequence = o.sequence)`
+	olderTasks = `
+    WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
+        SELECT sequence FROM {schema}.task
+        WHERE topic = $1 AND identifier = ANY ($2::text[]) AND state BETWEEN {from} AND {to}
+        ORDER BY sequence FOR UPDATE{skip})))`
+	pushRedundant = `WITH older AS (
+    UPDATE {schema}.task AS t SET state = 8, descent = GREATEST(t.state, t.descent)` + olderTasks
+	pushDelete = `WITH older AS (
+    DELETE FROM {schema}.task AS t` + olderTasks
 )
 
 // Poll. The owner check is folded in; only when nothing comes back does Poll
 // look whether the owner exists. The conditions skip a candidate while its
 // identifier has an earlier Ready task (in poll order) or a task in a blocking
-// state ($4: Active plus the condition's Blocking states); see doc.go for how
-// conditional polls are serialized.
+// state ($4: Active plus the condition's Blocking states). The package
+// documentation tells how conditional polls are serialized.
 const (
 	pollTemplate = `
-WITH c AS MATERIALIZED (
+UPDATE {schema}.task AS t SET state = 0, owner = $2
+WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
     SELECT r.sequence FROM {schema}.task AS r
     WHERE r.topic = $1 AND r.state = 1
       AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
     ORDER BY r.sequence {direction} LIMIT $3
-    FOR UPDATE OF r{skip})
-UPDATE {schema}.task AS t SET state = 0, owner = $2
-FROM c
-WHERE t.topic = $1 AND t.sequence = c.sequence
+    FOR UPDATE OF r{skip}))
 RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
 	pollSingular = `
       AND NOT EXISTS (SELECT FROM {schema}.task AS e
@@ -75,56 +75,55 @@ RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
 	ownerExists = `SELECT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $1)`
 )
 
-// Complete, ReviveTasks and Reassign name tasks by ranges of sequences. They
-// lock the matching rows first (a locked row keeps its state until the
-// statement ends) and write only when every named task matched: all or
-// nothing in one statement.
+// Complete, ReviveTasks and Reassign name tasks by ranges of sequences
+// ($2, $3). They lock the matching rows first (a locked row keeps its state
+// until the transaction ends) and write only when every named task matched:
+// all or nothing in one statement. Complete and Reassign take each task's new
+// state from its range.
 const (
-	runsOfTasks = `
-    SELECT t.sequence, r.* FROM {schema}.task AS t
-    JOIN runs AS r ON t.sequence BETWEEN r.lo AND r.hi`
-	complete = `
-WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::text[]) AS r (lo, hi, state, output)),
-locked AS (` + runsOfTasks + `
-    WHERE t.topic = $1 AND t.state = 0 AND t.owner = $6
-    ORDER BY t.sequence FOR UPDATE OF t)
+	lockedTasks = `
+locked AS MATERIALIZED (
+    SELECT sequence FROM {schema}.task
+    WHERE topic = $1 AND sequence = ANY (ARRAY(SELECT generate_series(lo, hi) FROM runs))
+      AND {match}
+    ORDER BY sequence FOR UPDATE)`
+	ofLockedTasks = `t.topic = $1 AND t.sequence = ANY (ARRAY(SELECT sequence FROM locked))`
+	complete      = `
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::text[]) AS r (lo, hi, state, output)),` +
+		lockedTasks + `
 UPDATE {schema}.task AS t -- descent stays: max(Active, descent) = descent
-SET state = l.state, output = NULLIF(l.output, ''), completed = now() AT TIME ZONE 'utc'
-FROM locked AS l
-WHERE t.topic = $1 AND t.sequence = l.sequence AND (SELECT count(*) FROM locked) = $7`
+SET state = r.state, output = NULLIF(r.output, ''), completed = now() AT TIME ZONE 'utc'
+FROM (SELECT generate_series(lo, hi) AS sequence, state, output FROM runs) AS r
+WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
+  AND (SELECT count(*) FROM locked) = $7`
 	reviveTasks = `
-WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),
-locked AS (` + runsOfTasks + `
-    WHERE t.topic = $1 AND t.state BETWEEN 2 AND 6
-    ORDER BY t.sequence FOR UPDATE OF t)
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` +
+		lockedTasks + `
 UPDATE {schema}.task AS t SET {revival}
-FROM locked AS l
-WHERE t.topic = $1 AND t.sequence = l.sequence AND (SELECT count(*) FROM locked) = $4` + revivedColumns
+WHERE ` + ofLockedTasks + ` AND (SELECT count(*) FROM locked) = $4` + revivedColumns
 	reassign = `
-WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[]) AS r (lo, hi, state)),
-locked AS (` + runsOfTasks + `
-    WHERE t.topic = $1 AND t.state BETWEEN 2 AND 6
-    ORDER BY t.sequence FOR UPDATE OF t),
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[]) AS r (lo, hi, state)),` +
+		lockedTasks + `,
 moved AS (
     UPDATE {schema}.task AS t
-    SET state = l.state, descent = GREATEST(t.state, t.descent),
+    SET state = r.state, descent = GREATEST(t.state, t.descent),
         completed = coalesce(t.completed, now() AT TIME ZONE 'utc')
-    FROM locked AS l
-    WHERE t.topic = $1 AND t.sequence = l.sequence AND t.state <> l.state
-      AND (SELECT count(*) FROM locked) = $5)
+    FROM (SELECT generate_series(lo, hi) AS sequence, state FROM runs) AS r
+    WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
+      AND t.state <> r.state AND (SELECT count(*) FROM locked) = $5)
 SELECT count(*) FROM locked`
+	matchActive    = `state = 0 AND owner = $6`
+	matchRevivable = `state BETWEEN 2 AND 6`
 )
 
 // Revivals.
 const (
 	reviveSpan = `
-WITH chosen AS MATERIALIZED (
+UPDATE {schema}.task AS t SET {revival}
+WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
     SELECT sequence FROM {schema}.task
     WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4
-    ORDER BY sequence LIMIT $5 FOR UPDATE{skip})
-UPDATE {schema}.task AS t SET {revival}
-FROM chosen AS c
-WHERE t.topic = $1 AND t.sequence = c.sequence` + revivedColumns
+    ORDER BY sequence LIMIT $5 FOR UPDATE{skip}))` + revivedColumns
 	revivedColumns = `
 RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference, '')`
 	revivalReset    = `state = 1, descent = GREATEST(t.state, t.descent), owner = NULL, output = NULL, completed = NULL`
@@ -160,17 +159,16 @@ SELECT owner FROM {schema}.task_owner
 WHERE owner <> $1 AND heartbeat > (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond'`
 	// A row locked by its owner's transaction belongs to a live owner, so
 	// expiry skips it.
+	// Sequences are unique across topics (one sequence for all).
 	expire = `
-WITH x AS MATERIALIZED (
-    SELECT a.topic, a.sequence FROM {schema}.task AS a
+UPDATE {schema}.task AS t SET state = 2
+WHERE t.state = 0 AND t.sequence = ANY (ARRAY(
+    SELECT a.sequence FROM {schema}.task AS a
     WHERE a.state = 0 AND a.owner <> $1
       AND NOT EXISTS (SELECT FROM {schema}.task_owner AS o
                       WHERE o.owner = a.owner
                         AND o.heartbeat >= (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond')
-    FOR UPDATE OF a{skip})
-UPDATE {schema}.task AS t SET state = 2
-FROM x
-WHERE t.topic = x.topic AND t.sequence = x.sequence`
+    ORDER BY a.sequence FOR UPDATE OF a{skip}))`
 	purgeOwners = `
 DELETE FROM {schema}.task_owner AS o
 WHERE o.owner <> $1 AND o.heartbeat < (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond'
@@ -191,8 +189,8 @@ WHERE topic = $1 AND sequence BETWEEN $2 AND $3 AND state = ANY ($4::smallint[])
 	refresh = `ANALYZE {schema}.task`
 )
 
-// Reads. An empty text filter (”) filters nothing; PostgreSQL folds the test
-// away when it plans for the actual values.
+// Reads. An empty string as a text filter filters nothing; PostgreSQL folds
+// the test away when it plans for the actual values.
 const (
 	infoColumns = `sequence, identifier, coalesce(input, ''), state, descent, coalesce(owner, ''),
        coalesce(reference, ''), coalesce(output, ''), created, completed`
@@ -245,6 +243,8 @@ type queries struct {
 	results, resolveFollowing, resolvePreceding string
 }
 
+// newQueries returns the queries for the quoted schema, skipping locked rows
+// unless exclusive.
 func newQueries(schema string, exclusive bool) queries {
 	skip := " SKIP LOCKED"
 	if exclusive {
@@ -268,12 +268,14 @@ func newQueries(schema string, exclusive bool) queries {
 		q.poll[o.order][0] = v(pollTemplate, "{condition}", "", "{direction}", o.direction)
 		q.poll[o.order][1] = v(pollTemplate, "{condition}", singular, "{direction}", o.direction)
 	}
-	q.pollLock, q.ownerExists, q.complete = sub(pollLock), sub(ownerExists), sub(complete)
+	q.pollLock, q.ownerExists = sub(pollLock), sub(ownerExists)
+	q.complete = v(complete, "{match}", matchActive)
 	q.reviveSpanReset = v(reviveSpan, "{revival}", revivalReset)
 	q.reviveSpanRecreate = v(reviveSpan, "{revival}", revivalRecreate)
-	q.reviveTasksReset = v(reviveTasks, "{revival}", revivalReset)
-	q.reviveTasksRecreate = v(reviveTasks, "{revival}", revivalRecreate)
-	q.reassign, q.reassignAll, q.join = sub(reassign), sub(reassignAll), sub(join)
+	q.reviveTasksReset = v(reviveTasks, "{revival}", revivalReset, "{match}", matchRevivable)
+	q.reviveTasksRecreate = v(reviveTasks, "{revival}", revivalRecreate, "{match}", matchRevivable)
+	q.reassign = v(reassign, "{match}", matchRevivable)
+	q.reassignAll, q.join = sub(reassignAll), sub(join)
 	q.register, q.heartbeat, q.owners, q.expire = sub(register), sub(heartbeat), sub(owners), sub(expire)
 	q.purgeOwners, q.initialize, q.topics, q.destroy = sub(purgeOwners), sub(initialize), sub(topics), sub(destroy)
 	q.lockTopic, q.purge, q.refresh, q.lookup = sub(lockTopic), sub(purge), sub(refresh), sub(lookup)

@@ -13,7 +13,7 @@ import (
 )
 
 // DB is the database handle that every method of Repository takes: a pool, a
-// connection or a transaction of pgx.
+// connection or a transaction of pgx (*pgxpool.Pool, *pgx.Conn, pgx.Tx).
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error)

@@ -121,7 +121,9 @@ func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskap
 			creations[i] = taskapi.Creation{Identifier: t.Identifier, Input: t.Input, Reference: t.reference}
 		}
 		current, err := r.insert(ctx, tx, topic, insertion, creations)
-		revivals = pairs(old, current)
+		if err == nil {
+			revivals = pairs(old, current)
+		}
 		return err
 	})
 	return revivals, err

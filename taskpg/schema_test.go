@@ -112,3 +112,15 @@ func TestEmptySearchPath(t *testing.T) {
 		t.Fatal("unqualified table found on an empty search_path")
 	}
 }
+
+// A topic whose partition is missing maps PostgreSQL's "no partition" error
+// to ErrUnknownTopic.
+func TestMissingPartition(t *testing.T) {
+	t.Parallel()
+	db, repo := setup(t, "t")
+	if _, err := db.Exec(t.Context(), `DROP TABLE public.task_e358efa489f58062f10dd7316b65649e`); err != nil {
+		t.Fatal(err) // md5('t')
+	}
+	_, err := repo.Push(t.Context(), db, "t", taskapi.Append, ids("x")...)
+	wantErr(t, err, taskapi.ErrUnknownTopic)
+}

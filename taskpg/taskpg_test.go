@@ -104,4 +104,3 @@ func wantErr(t *testing.T, err, target error) {
 		t.Fatalf("error = %v, want %v", err, target)
 	}
 }
-
