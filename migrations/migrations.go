@@ -1,9 +1,16 @@
 // Package migrations holds the database schema of taskrepo as goose
 // migrations, one folder per SQL dialect, embedded in the binary.
 //
-// Up brings a database to the latest schema. It runs through goose's
-// Provider with a session lock, so that several processes migrating the same
-// database at start-up do not collide.
+// Up brings a database to the latest schema. On PostgreSQL and MySQL it runs
+// through goose's Provider with a session lock, so that several processes
+// migrating the same database at start-up do not collide: goose's advisory
+// lock on PostgreSQL, a GET_LOCK named lock of this package on MySQL (goose
+// v3.29 offers MySQL only a table-based lock with leases). SQLite gets no
+// session lock: an embedded database file has one writer at a time, which
+// serializes the migrations' transactions, and goose has no SQLite locker.
+// Processes that start Up on one SQLite file at the very same moment may see
+// the later one fail on a table that the earlier one created; run Up from one
+// process (the usual case for an embedded database) or retry it.
 package migrations
 
 import (
@@ -23,11 +30,13 @@ type Dialect string
 // The supported dialects.
 const (
 	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+	MySQL    Dialect = "mysql" // MySQL 8 and MariaDB 10.6 or newer
 )
 
 // Files holds the migrations, one folder per dialect.
 //
-//go:embed postgres/*.sql
+//go:embed postgres/*.sql sqlite/*.sql mysql/*.sql
 var Files embed.FS
 
 // Up applies every migration of dialect that db does not have yet. Running it
@@ -67,6 +76,10 @@ func NewProvider(db *sql.DB, dialect Dialect, opts ...goose.ProviderOption) (*go
 	case Postgres:
 		gooseDialect = goose.DialectPostgres
 		locker, err = lock.NewPostgresSessionLocker()
+	case SQLite:
+		gooseDialect = goose.DialectSQLite3
+	case MySQL:
+		gooseDialect, locker = goose.DialectMySQL, mysqlLocker{}
 	default:
 		return nil, fmt.Errorf("migrations: unknown dialect %q", dialect)
 	}
@@ -77,7 +90,9 @@ func NewProvider(db *sql.DB, dialect Dialect, opts ...goose.ProviderOption) (*go
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s files: %w", dialect, err)
 	}
-	opts = append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)
+	if locker != nil {
+		opts = append([]goose.ProviderOption{goose.WithSessionLocker(locker)}, opts...)
+	}
 	p, err := goose.NewProvider(gooseDialect, db, sub, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("migrations: %s provider: %w", dialect, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -41,7 +42,7 @@ func wrapf(err error, format string, args ...any) error {
 // connection, a savepoint inside a caller's transaction. When fn fails, it
 // rolls back, even once ctx is done, so that a caller's transaction stays
 // usable.
-func inTx(ctx context.Context, db DB, fn func(tx DB) error) error {
+func inTx(ctx context.Context, db DB, fn func(tx pgx.Tx) error) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return err

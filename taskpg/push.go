@@ -42,18 +42,22 @@ func checkPush(topic string, insertion taskapi.Insertion, creations []taskapi.Cr
 	return nil
 }
 
-// insert runs the push statement of insertion for valid creations, at least
-// one, and returns the stored tasks in creation order.
+// copyThreshold is the number of tasks from which Append stores them with
+// COPY rather than with an INSERT over arrays: COPY writes rows in bulk but
+// takes more round trips.
+var copyThreshold = 100
+
+// insert stores valid creations, at least one, as insertion tells, and
+// returns the stored tasks in creation order.
 func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
 	stored, states := storedCreations(insertion, creations)
-	identifiers := make([]string, len(stored))
-	references := make([]string, len(stored))
-	inputs := make([]string, len(stored))
-	for i, c := range stored {
-		identifiers[i], references[i], inputs[i] = c.Identifier, c.Reference, c.Input
+	var sequences []int64
+	var err error
+	if insertion == taskapi.Append && len(stored) >= copyThreshold {
+		sequences, err = r.copyIn(ctx, db, topic, stored, states)
+	} else {
+		sequences, err = r.insertRows(ctx, db, topic, insertion, stored, states)
 	}
-	rows, _ := db.Query(ctx, r.q.push[insertion], topic, identifiers, states, references, inputs)
-	sequences, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	switch {
 	case err != nil:
 		return nil, err
@@ -68,6 +72,74 @@ func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion 
 		tasks[i] = taskapi.Task{Sequence: sequences[i], Identifier: c.Identifier, Input: c.Input}
 	}
 	return tasks, nil
+}
+
+// insertRows runs the push statement of insertion and returns the sequences
+// of the stored tasks, none for an unknown topic.
+func (r *Repository) insertRows(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, stored []taskapi.Creation, states []int16) ([]int64, error) {
+	identifiers := make([]string, len(stored))
+	references := make([]string, len(stored))
+	inputs := make([]string, len(stored))
+	for i, c := range stored {
+		identifiers[i], references[i], inputs[i] = c.Identifier, c.Reference, c.Input
+	}
+	rows, _ := db.Query(ctx, r.q.push[insertion], topic, identifiers, states, references, inputs)
+	return collectSequences(rows, len(stored))
+}
+
+// copyIn draws a sequence for every task and copies the tasks in, in a
+// transaction of its own that locks the topic against a concurrent Destroy.
+// It returns the sorted sequences, none for an unknown topic.
+func (r *Repository) copyIn(ctx context.Context, db DB, topic string, stored []taskapi.Creation, states []int16) ([]int64, error) {
+	var sequences []int64
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, r.q.pushSequences, topic, len(stored))
+		var err error
+		if sequences, err = collectSequences(rows, len(stored)); err != nil || len(sequences) == 0 {
+			return err
+		}
+		slices.Sort(sequences)
+		_, err = tx.CopyFrom(ctx, r.table, pushColumns, copySource(topic, sequences, stored, states))
+		return err
+	})
+	return sequences, err
+}
+
+// pushColumns are the columns that copyIn fills, in the order of copySource.
+var pushColumns = []string{"topic", "sequence", "identifier", "state", "reference", "input"}
+
+// copySource returns the rows of the stored tasks for COPY, with empty
+// references and inputs as NULL.
+func copySource(topic string, sequences []int64, stored []taskapi.Creation, states []int16) pgx.CopyFromSource {
+	row := make([]any, len(pushColumns))
+	i := 0
+	return pgx.CopyFromFunc(func() ([]any, error) {
+		if i == len(stored) {
+			return nil, nil
+		}
+		c := stored[i]
+		row[0], row[1], row[2], row[3], row[4], row[5] = topic, sequences[i], c.Identifier, states[i], nullIfEmpty(c.Reference), nullIfEmpty(c.Input)
+		i++
+		return row, nil
+	})
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// collectSequences reads a column of sequences, expecting about n rows.
+func collectSequences(rows pgx.Rows, n int) ([]int64, error) {
+	sequences := make([]int64, 0, n)
+	var sequence int64
+	_, err := pgx.ForEachRow(rows, []any{&sequence}, func() error {
+		sequences = append(sequences, sequence)
+		return nil
+	})
+	return sequences, err
 }
 
 // storedCreations returns the creations to store and the state of each. When

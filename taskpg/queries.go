@@ -25,6 +25,14 @@ WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
 ORDER BY c.ordinal
 RETURNING sequence`
 
+// Append in bulk draws the sequences of the new tasks in one statement, then
+// copies the tasks in (COPY). The statement locks the topic's row until the
+// push commits, so that the partition stays until the copy is done; for an
+// unknown topic it returns no row and uses no sequence.
+const pushSequences = `
+SELECT nextval({sequence})
+FROM (SELECT FROM {schema}.task_topic WHERE topic = $1 FOR KEY SHARE) AS p, generate_series(1, $2)`
+
 // The insertion modes change older tasks in a data-modifying CTE of the same
 // statement: it sees the tasks as they were before the statement, so it never
 // touches the new ones.
@@ -32,14 +40,22 @@ RETURNING sequence`
 // Statements that change rows they lock first (here and below) find them by
 // sequence = ANY (ARRAY(locking sub-select)) rather than by a join: the
 // sub-select runs once (a rescan would skip the rows the statement itself has
-// just changed), and the plan is an index lookup; on a new partition without
-// statistics it is at worst one scan of the partition, where a join may scan
-// it once per row. Rows are locked in sequence order against deadlocks.
+// just changed), and the plan is a lookup of the primary key, which leads
+// with sequence. Rows are locked in sequence order against deadlocks.
+//
+// The older tasks are looked up one identifier at a time: OFFSET 0 keeps the
+// lateral sub-select from being merged into a join, so that each lookup is a
+// probe of the identifier index. Left to itself, the planner scans the whole
+// partition once per push whenever its statistics are missing or stale.
 const (
 	olderTasks = `
     WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
         SELECT sequence FROM {schema}.task
-        WHERE topic = $1 AND identifier = ANY ($2::text[]) AND state BETWEEN {from} AND {to}
+        WHERE topic = $1 AND state BETWEEN {from} AND {to} AND sequence = ANY (ARRAY(
+            SELECT o.sequence FROM unnest($2::text[]) AS i (identifier),
+            LATERAL (SELECT sequence FROM {schema}.task
+                     WHERE topic = $1 AND identifier = i.identifier AND state BETWEEN {from} AND {to}
+                     OFFSET 0) AS o))
         ORDER BY sequence FOR UPDATE{skip})))`
 	pushRedundant = `WITH older AS (
     UPDATE {schema}.task AS t SET state = 8, descent = GREATEST(t.state, t.descent)` + olderTasks
@@ -229,7 +245,8 @@ LEFT JOIN (
 
 // queries holds the SQL of a repository, its placeholders substituted.
 type queries struct {
-	push                                        [4]string    // by Insertion
+	push                                        [4]string // by Insertion
+	pushSequences                               string
 	poll                                        [2][2]string // by Order, then unconditional / conditional
 	pollLock, ownerExists, complete             string
 	reviveSpanReset, reviveSpanRecreate         string
@@ -257,6 +274,7 @@ func newQueries(schema string, exclusive bool) queries {
 	}
 	var q queries
 	q.push[taskapi.Append] = sub(pushInsert)
+	q.pushSequences = sub(pushSequences)
 	q.push[taskapi.Supersede] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "1")
 	q.push[taskapi.Replace] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "6")
 	q.push[taskapi.Delete] = v(pushDelete+pushInsert, "{from}", "1", "{to}", "8")

@@ -33,7 +33,8 @@ var (
 // concurrent use.
 type Repository struct {
 	owner  string
-	schema string // the schema name, quoted
+	schema string         // the schema name, quoted
+	table  pgx.Identifier // the task table, for COPY
 	q      queries
 }
 
@@ -74,7 +75,10 @@ func New(owner string, opts ...Option) (*Repository, error) {
 		return nil, fmt.Errorf("taskpg: new: %w", err)
 	}
 	schema := pgx.Identifier{s.schema}.Sanitize()
-	return &Repository{owner: owner, schema: schema, q: newQueries(schema, s.exclusive)}, nil
+	return &Repository{
+		owner: owner, schema: schema, table: pgx.Identifier{s.schema, "task"},
+		q: newQueries(schema, s.exclusive),
+	}, nil
 }
 
 func checkSchema(schema string) error {

@@ -111,7 +111,7 @@ func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskap
 		return pairs(old, nil), err
 	}
 	var revivals []taskapi.Revival
-	err := inTx(ctx, db, func(tx DB) error {
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		old, err := queryRevived(ctx, tx, arrange, query, args)
 		if err != nil || len(old) == 0 {
 			return err

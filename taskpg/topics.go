@@ -53,7 +53,7 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
 	truncate := "TRUNCATE " + r.schema + "." + pgx.Identifier{partition(topic)}.Sanitize()
-	err := inTx(ctx, db, func(tx DB) error {
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		var exists bool
 		err := tx.QueryRow(ctx, r.q.lockTopic, topic).Scan(&exists)
 		if errors.Is(err, pgx.ErrNoRows) {

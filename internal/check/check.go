@@ -122,3 +122,84 @@ func PollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, e
 	}
 	return order, condition, nil
 }
+
+// Push checks the arguments of Push: the topic, the insertion and every
+// creation.
+func Push(topic string, insertion taskapi.Insertion, creations []taskapi.Creation) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if err := Enum(insertion); err != nil {
+		return err
+	}
+	for _, c := range creations {
+		if err := Creation(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Completions checks the arguments of Complete: the topic and every
+// decision's result and output.
+func Completions(topic string, completions []taskapi.Completion) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	for _, c := range completions {
+		if err := Enum(c.Decision.Result); err != nil {
+			return err
+		}
+		if err := Text("output", c.Decision.Output); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Assignments checks the arguments of Reassign: the topic and every result.
+func Assignments(topic string, assignments []taskapi.Assignment) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	for _, a := range assignments {
+		if err := Enum(a.Result); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Join checks the arguments of Join: the topic, the junction and every
+// identifier of every group.
+func Join(topic string, junction taskapi.Junction, groups [][]string) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if err := Enum(junction); err != nil {
+		return err
+	}
+	for _, group := range groups {
+		for _, id := range group {
+			if err := Identifier(id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Filter checks the filter of Page and Count: defined states, and the
+// reference and identifier when they are not empty (empty filters nothing).
+func Filter(states []taskapi.State, reference, identifier string) error {
+	if err := States(states, nil); err != nil {
+		return err
+	}
+	if err := Reference(reference); err != nil {
+		return err
+	}
+	if identifier == "" {
+		return nil
+	}
+	return Identifier(identifier)
+}

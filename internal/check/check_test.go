@@ -123,3 +123,35 @@ func TestPollOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestCallChecks(t *testing.T) {
+	ok := []taskapi.Creation{{Identifier: "a"}}
+	for name, err := range map[string]error{
+		"Push bad topic":         check.Push("", taskapi.Append, ok),
+		"Push bad insertion":     check.Push("t", taskapi.Insertion(9), ok),
+		"Push bad creation":      check.Push("t", taskapi.Append, []taskapi.Creation{{Identifier: "a\x00"}}),
+		"Completions bad result": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Result: 9}}}),
+		"Completions bad output": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "\xff"}}}),
+		"Assignments bad result": check.Assignments("t", []taskapi.Assignment{{Result: -1}}),
+		"Join bad junction":      check.Join("t", taskapi.Junction(5), nil),
+		"Join bad identifier":    check.Join("t", taskapi.Singular, [][]string{{"a", ""}}),
+		"Filter bad state":       check.Filter([]taskapi.State{12}, "", ""),
+		"Filter bad reference":   check.Filter(nil, "\xff", ""),
+		"Filter bad identifier":  check.Filter(nil, "", "a\x00"),
+	} {
+		if !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("%s = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	for name, err := range map[string]error{
+		"Push":        check.Push("t", taskapi.Delete, ok),
+		"Completions": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "x"}}}),
+		"Assignments": check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success}}),
+		"Join":        check.Join("t", taskapi.Eternal, [][]string{{}, {"a"}}),
+		"Filter":      check.Filter(nil, "", ""),
+	} {
+		if err != nil {
+			t.Errorf("%s = %v, want nil", name, err)
+		}
+	}
+}

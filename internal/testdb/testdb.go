@@ -5,6 +5,9 @@
 // PostgreSQL comes from TASK_TEST_POSTGRES_URL when it is set, else from
 // testcontainers-go when a Docker engine answers, else the test is skipped
 // with a message. TASK_TEST_REQUIRE_POSTGRES=1 turns the skip into a failure.
+// MySQL and MariaDB likewise come from TASK_TEST_MYSQL_URL (a go-sql-driver
+// DSN) or a MySQL container, TASK_TEST_REQUIRE_MYSQL=1 making them required.
+// SQLite needs nothing: every test gets a file in its temporary directory.
 //
 // testdb imports drivers, goose and testcontainers: unlike the rest of
 // internal/ it serves tests only.

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// scenario is one family of measurements, selectable with --only.
+type scenario struct {
+	name string
+	run  func(ctx context.Context, b *bench) error
+}
+
+// scenarios in the order they run.
+var scenarios = []scenario{
+	{"bulk", runBulk},
+	{"replace", runReplace},
+	{"single", runSingle},
+	{"burndown", runBurndown},
+	{"traps", runTraps},
+	{"growth", runGrowth},
+	{"continuous", runContinuous},
+}
+
+func scenarioNames() []string {
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	return names
+}
+
+// poolSize is the number of connections of every scenario's pool: enough for
+// the consumers and producers of either side.
+const poolSize = 16
+
+// bench holds what the scenarios share: the server, the scale and the report.
+type bench struct {
+	admin  *pgx.Conn // to the URL's own database; creates and drops the others
+	url    string
+	scale  scale
+	report *Report
+	// The empty-table burn-downs, which traps and growth compare with;
+	// nil until the burndown scenario ran.
+	burn, riverBurn *result
+}
+
+func newBench(ctx context.Context, cfg config) (*bench, error) {
+	admin, err := pgx.Connect(ctx, cfg.database)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", redact(cfg.database), err)
+	}
+	b := &bench{admin: admin, url: cfg.database, scale: cfg.scale}
+	b.report, err = newReport(ctx, admin, cfg)
+	if err != nil {
+		admin.Close(ctx)
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *bench) close() { b.admin.Close(context.Background()) }
+
+// fresh creates an empty database for one side of a scenario and returns a
+// pool on it and a function that closes the pool and drops the database.
+func (b *bench) fresh(ctx context.Context, scenario, side string) (*pgxpool.Pool, func(), error) {
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	name := fmt.Sprintf("bench_%s_%s_%s", scenario, side, hex.EncodeToString(suffix))
+	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	drop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: drop database %s: %v\n", name, err)
+		}
+	}
+	pcfg, err := pgxpool.ParseConfig(b.url)
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	pcfg.ConnConfig.Database = name
+	pcfg.MaxConns = poolSize
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return pool, func() { pool.Close(); drop() }, nil
+}
+
+// redact hides the password of a URL for messages.
+func redact(url string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return "the database"
+	}
+	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+}
+
+// side runs one side of a scenario in a fresh database.
+func (b *bench) side(ctx context.Context, scenario, side string, run func(pool *pgxpool.Pool) (result, error)) (result, error) {
+	pool, drop, err := b.fresh(ctx, scenario, side)
+	if err != nil {
+		return result{}, err
+	}
+	defer drop()
+	r, err := run(pool)
+	if err != nil {
+		return result{}, fmt.Errorf("%s: %w", side, err)
+	}
+	fmt.Fprintf(os.Stderr, "   %-8s %8d tasks in %7.2fs = %9.0f tasks/s %s\n", side, r.tasks, r.elapsed.Seconds(), r.rate(), r.note)
+	return r, nil
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// result is one measured phase of one side.
+type result struct {
+	tasks   int
+	elapsed time.Duration
+	cost    cost
+	note    string // e.g. why the phase was cut short
+	start   *latencies
+	done    *latencies
+}
+
+// rate returns tasks per second.
+func (r result) rate() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.tasks) / r.elapsed.Seconds()
+}
+
+// measure runs phase between two cost readings and times it. The phase
+// returns how many tasks it handled and a note.
+func measure(ctx context.Context, pool *pgxpool.Pool, phase func() (int, string, error)) (result, error) {
+	meter, err := startCost(ctx, pool)
+	if err != nil {
+		return result{}, err
+	}
+	began := time.Now()
+	tasks, note, err := phase()
+	elapsed := time.Since(began)
+	if err != nil {
+		return result{}, err
+	}
+	c, err := meter.stop(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	return result{tasks: tasks, elapsed: elapsed, cost: c, note: note}, nil
+}
+
+// latencies collects durations from many goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// since records the time from pushed (unix nanoseconds) to now.
+func (l *latencies) since(pushed int64, now time.Time) {
+	l.mu.Lock()
+	l.d = append(l.d, now.Sub(time.Unix(0, pushed)))
+	l.mu.Unlock()
+}
+
+// percentile returns the p-th percentile (0 < p ≤ 100) in milliseconds, or
+// false when nothing was recorded.
+func (l *latencies) percentile(p float64) (float64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0, false
+	}
+	if !slices.IsSorted(l.d) {
+		slices.Sort(l.d)
+	}
+	i := int(float64(len(l.d))*p/100+0.5) - 1
+	i = min(max(i, 0), len(l.d)-1)
+	return float64(l.d[i]) / float64(time.Millisecond), true
+}
+
+// count returns how many durations were recorded.
+func (l *latencies) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.d)
+}
+
+// closeAfter returns a channel that is closed once d has passed, and a
+// function that releases the timer. Loops check it between calls instead of
+// cancelling a context, since a query cancelled halfway closes its
+// connection (and the server process whose CPU the cost reading counts).
+func closeAfter(d time.Duration) (<-chan struct{}, func()) {
+	c := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(c) })
+	return c, func() { t.Stop() }
+}
+
+// closed reports whether c is closed.
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

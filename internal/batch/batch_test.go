@@ -1,0 +1,79 @@
+package batch_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/taskrepo/taskrepo/internal/batch"
+	"github.com/taskrepo/taskrepo/internal/seqrange"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+func TestStored(t *testing.T) {
+	creations := []taskapi.Creation{{Identifier: "a"}, {Identifier: "b", Suspended: true}, {Identifier: "a", Suspended: true}}
+	for _, c := range []struct {
+		insertion taskapi.Insertion
+		ids       []string
+		states    []taskapi.State
+	}{
+		{taskapi.Append, []string{"a", "b", "a"}, []taskapi.State{taskapi.Ready, taskapi.Suspended, taskapi.Suspended}},
+		{taskapi.Replace, []string{"a", "b", "a"}, []taskapi.State{taskapi.Redundant, taskapi.Suspended, taskapi.Suspended}},
+		{taskapi.Supersede, []string{"a", "b", "a"}, []taskapi.State{taskapi.Redundant, taskapi.Suspended, taskapi.Suspended}},
+		{taskapi.Delete, []string{"b", "a"}, []taskapi.State{taskapi.Suspended, taskapi.Suspended}},
+	} {
+		stored, states := batch.Stored(c.insertion, creations)
+		ids := make([]string, len(stored))
+		for i, s := range stored {
+			ids[i] = s.Identifier
+		}
+		if !slices.Equal(ids, c.ids) || !slices.Equal(states, c.states) {
+			t.Errorf("Stored(%v) = %q %v, want %q %v", c.insertion, ids, states, c.ids, c.states)
+		}
+	}
+}
+
+func TestDecisionsKeepTheMoreSevereThenTheLaterOutput(t *testing.T) {
+	done := func(seq int64, r taskapi.Result, out string) taskapi.Completion {
+		return taskapi.Completion{Task: taskapi.Task{Sequence: seq}, Decision: taskapi.Decision{Result: r, Output: out}}
+	}
+	runs, n := batch.Decisions([]taskapi.Completion{
+		done(2, taskapi.Success, ""), done(1, taskapi.Success, ""), done(3, taskapi.Failure, "x"),
+		done(3, taskapi.Success, "y"), done(5, taskapi.Filter, "p"), done(5, taskapi.Filter, "q"),
+	})
+	want := []seqrange.Run[taskapi.Decision]{
+		{Range: taskapi.Range{From: 1, To: 2}, Key: taskapi.Decision{Result: taskapi.Success}},
+		{Range: taskapi.Range{From: 3, To: 3}, Key: taskapi.Decision{Result: taskapi.Failure, Output: "x"}},
+		{Range: taskapi.Range{From: 5, To: 5}, Key: taskapi.Decision{Result: taskapi.Filter, Output: "q"}},
+	}
+	if n != 4 || !slices.Equal(runs, want) {
+		t.Errorf("Decisions = %v, %d; want %v, 4", runs, n, want)
+	}
+}
+
+func TestResultsMerge(t *testing.T) {
+	runs, n := batch.Results([]taskapi.Assignment{
+		{Task: taskapi.Task{Sequence: 7}, Result: taskapi.Success}, {Task: taskapi.Task{Sequence: 7}, Result: taskapi.Suspension},
+	})
+	if n != 1 || len(runs) != 1 || runs[0].Key != taskapi.Suspension {
+		t.Errorf("Results = %v, %d; want one Suspension", runs, n)
+	}
+}
+
+func TestPositionsGroupReleasedSplit(t *testing.T) {
+	position, seqs := batch.Positions([]taskapi.Task{{Sequence: 9}, {Sequence: 4}, {Sequence: 9}})
+	if !slices.Equal(seqs, []int64{9, 4}) || position[4] != 1 {
+		t.Errorf("Positions = %v, %v", position, seqs)
+	}
+	if got := batch.Group([]string{"b", "a", "b"}); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("Group = %q", got)
+	}
+	groups := [][]string{{"a", "b"}, {"c"}, {"b", "d"}}
+	if got := batch.Released(groups, []bool{true, false, true}); !slices.Equal(got, []string{"a", "b", "d"}) {
+		t.Errorf("Released = %q", got)
+	}
+	var pieces [][]int
+	_ = batch.Split([]int{1, 2, 3, 4, 5}, 2, func(p []int) error { pieces = append(pieces, p); return nil })
+	if len(pieces) != 3 || !slices.Equal(pieces[2], []int{5}) {
+		t.Errorf("Split = %v", pieces)
+	}
+}

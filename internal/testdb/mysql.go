@@ -1,0 +1,119 @@
+package testdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/testcontainers/testcontainers-go"
+	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
+
+	"github.com/taskrepo/taskrepo/migrations"
+)
+
+// Environment variables read by testdb for MySQL and MariaDB.
+const (
+	MySQLURLEnv     = "TASK_TEST_MYSQL_URL"
+	RequireMySQLEnv = "TASK_TEST_REQUIRE_MYSQL"
+)
+
+// mysqlServer is the MySQL or MariaDB server shared by the tests of one process.
+var mysqlServer struct {
+	once sync.Once
+	cfg  *mysql.Config // without a database
+	err  error
+	skip string
+}
+
+// MySQL returns a handle on a fresh, migrated MySQL or MariaDB database of
+// t's own, created with CREATE DATABASE on the server that
+// TASK_TEST_MYSQL_URL names (a go-sql-driver DSN such as
+// root@tcp(127.0.0.1:3306)/), else in a testcontainers-go MySQL 8 container.
+// The database is dropped when t ends.
+func MySQL(t testing.TB) *sql.DB {
+	t.Helper()
+	mysqlServer.once.Do(startMySQL)
+	if mysqlServer.skip != "" {
+		unavailable(t, RequireMySQLEnv, mysqlServer.skip)
+	}
+	if mysqlServer.err != nil {
+		t.Fatalf("testdb: %v", mysqlServer.err)
+	}
+	name := randomName("taskrepo_test_")
+	ctx := context.Background()
+	if err := mysqlAdminExec(ctx, "CREATE DATABASE `"+name+"` CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := mysqlAdminExec(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
+			t.Errorf("testdb: %v", err)
+		}
+	})
+	cfg := mysqlServer.cfg.Clone()
+	cfg.DBName = name
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatalf("testdb: open MySQL: %v", err)
+	}
+	db.SetMaxOpenConns(16)
+	t.Cleanup(func() { db.Close() })
+	if err := migrations.Up(ctx, db, migrations.MySQL); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return db
+}
+
+// startMySQL finds the server and checks that it answers.
+func startMySQL() {
+	dsn := os.Getenv(MySQLURLEnv)
+	if dsn == "" {
+		dsn, mysqlServer.skip = startMySQLContainer()
+		if mysqlServer.skip != "" {
+			return
+		}
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		mysqlServer.err = fmt.Errorf("parse %s: %w", MySQLURLEnv, err)
+		return
+	}
+	cfg.DBName, cfg.ParseTime, cfg.Loc = "", true, time.UTC
+	mysqlServer.cfg = cfg
+	mysqlServer.err = mysqlAdminExec(context.Background(), "SELECT 1")
+}
+
+// startMySQLContainer runs MySQL 8 in Docker through testcontainers-go's
+// MySQL module. The container lives as long as the test process.
+func startMySQLContainer() (dsn, skip string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := testcontainers.NewDockerProvider(); err != nil {
+		return "", fmt.Sprintf("%s is not set and no Docker engine answers (%v)", MySQLURLEnv, err)
+	}
+	c, err := tcmysql.Run(ctx, "mysql:8.4", tcmysql.WithUsername("root"), tcmysql.WithPassword("taskrepo"))
+	if err != nil {
+		return "", fmt.Sprintf("%s is not set and the MySQL container did not start (%v)", MySQLURLEnv, err)
+	}
+	dsn, err = c.ConnectionString(ctx)
+	if err != nil {
+		return "", fmt.Sprintf("container connection string: %v", err)
+	}
+	return dsn, ""
+}
+
+func mysqlAdminExec(ctx context.Context, statement string) error {
+	db, err := sql.Open("mysql", mysqlServer.cfg.FormatDSN())
+	if err != nil {
+		return fmt.Errorf("open %s: %w", mysqlServer.cfg.Addr, err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, statement); err != nil {
+		return fmt.Errorf("%s: %w", statement, err)
+	}
+	return nil
+}

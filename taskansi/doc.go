@@ -1,0 +1,57 @@
+// Package taskansi is the portable implementation of taskrepo on
+// database/sql, for PostgreSQL, SQLite and MySQL/MariaDB.
+//
+// A Repository implements taskapi.Repository[DB], where DB is a *sql.DB, a
+// *sql.Conn or a *sql.Tx. Pass a transaction to make a call part of your own
+// unit of work; pass a pool or a connection to let each call commit on its
+// own. The repository never commits or rolls back a caller's transaction.
+//
+//	repo, err := taskansi.New(taskansi.SQLite, "worker-1")
+//
+// # Dialects
+//
+// The SQL of every call is written once; what differs between the databases
+// (placeholders, inserting unless a key exists, RETURNING or the driver's
+// last insert id, the locking clauses, the clock and the timestamps) is one
+// description per dialect in dialect.go. The tables come from package
+// migrations: migrations.Postgres (the partitioned schema that package taskpg
+// uses too, so that the two packages share one database), migrations.SQLite
+// and migrations.MySQL.
+//
+//   - Postgres: any database/sql driver of PostgreSQL, such as
+//     github.com/jackc/pgx/v5/stdlib. Polls and insertion modes skip rows
+//     that others locked (FOR UPDATE SKIP LOCKED); conditional polls take
+//     the advisory lock of taskpg.
+//   - SQLite: modernc.org/sqlite. SQLite has one writer at a time and no row
+//     locks, so every call that reads and then writes takes the write lock
+//     first and holds it until it ends: concurrent polls queue up rather than
+//     run side by side, and never receive the same task. Open the database
+//     with busy_timeout set (say _pragma=busy_timeout(10000)), preferably in
+//     WAL mode (_pragma=journal_mode(WAL)), and with _txlock=immediate for
+//     transactions of your own that write.
+//   - MySQL: github.com/go-sql-driver/mysql on MySQL 8 or MariaDB 10.6 and
+//     newer, with FOR UPDATE SKIP LOCKED. Names are VARBINARY columns
+//     (compared byte by byte); conditional polls lock the topic's row.
+//     Transactions of the repository's own run at READ COMMITTED; run yours
+//     at READ COMMITTED too, since REPEATABLE READ takes gap locks.
+//
+// # Atomicity
+//
+// Each call either succeeds entirely or changes nothing, and a caller's
+// transaction stays usable after an error the call reports. Calls of more
+// than one statement run inside a transaction of their own: begun with
+// BeginTx on a *sql.DB or a *sql.Conn, a savepoint (SAVEPOINT, ROLLBACK TO
+// SAVEPOINT, RELEASE SAVEPOINT) inside a caller's *sql.Tx. An error of the
+// server itself (a lost connection, a deadlock) may abort a caller's
+// transaction as the database does.
+//
+// # Concurrency
+//
+// Rows are locked before they change: polls, insertion modes, revivals by
+// state and Expire skip rows that concurrent transactions locked, unless
+// WithExclusive; Complete, Reassign and ReviveTasks wait for them.
+// Conditional polls (the SingularByIdentifier conditions) of one topic are
+// serialized (on PostgreSQL with taskpg's advisory lock, on MySQL by locking
+// the topic's row, on SQLite by the single writer); inside a caller's
+// transaction that lock is held until the caller commits.
+package taskansi

@@ -1,0 +1,167 @@
+package taskansi
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/taskrepo/taskrepo/internal/batch"
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Push stores creations as tasks of topic and applies insertion to older
+// tasks with the same identifiers, in a transaction of its own.
+func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations ...taskapi.Creation) ([]taskapi.Task, error) {
+	if err := check.Push(topic, insertion, creations); err != nil {
+		return nil, wrapf(err, "push to %q", topic)
+	}
+	if len(creations) == 0 {
+		return nil, nil
+	}
+	var tasks []taskapi.Task
+	err := r.atomic(ctx, db, func(tx DB) (err error) {
+		tasks, err = r.insert(ctx, tx, topic, insertion, creations)
+		return err
+	})
+	if err != nil {
+		return nil, wrapf(err, "push to %q", topic)
+	}
+	return tasks, nil
+}
+
+// older are the states of the older tasks that each insertion mode changes.
+var older = map[taskapi.Insertion][2]taskapi.State{
+	taskapi.Supersede: {taskapi.Ready, taskapi.Ready},
+	taskapi.Replace:   {taskapi.Ready, taskapi.Succeeded},
+	taskapi.Delete:    {taskapi.Ready, taskapi.Redundant},
+}
+
+// insert pushes valid creations, at least one, inside a transaction: it
+// locks the topic, applies insertion to the older tasks and inserts the
+// stored creations. It returns the stored tasks in creation order.
+func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
+	var locked string
+	err := tx.QueryRowContext(ctx, r.expand(r.q.pushTopic), topic).Scan(&locked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, taskapi.ErrUnknownTopic
+	}
+	if err != nil {
+		return nil, err
+	}
+	if insertion != taskapi.Append {
+		if err := r.applyInsertion(ctx, tx, topic, insertion, creations); err != nil {
+			return nil, err
+		}
+	}
+	stored, states := batch.Stored(insertion, creations)
+	sequences := make([]int64, 0, len(stored))
+	for i := 0; i < len(stored); i += chunk {
+		end := min(i+chunk, len(stored))
+		seqs, err := r.insertRows(ctx, tx, topic, stored[i:end], states[i:end])
+		if err != nil {
+			return nil, err
+		}
+		sequences = append(sequences, seqs...)
+	}
+	tasks := make([]taskapi.Task, len(stored))
+	for i, c := range stored {
+		tasks[i] = taskapi.Task{Sequence: sequences[i], Identifier: c.Identifier, Input: c.Input}
+	}
+	return tasks, nil
+}
+
+// applyInsertion marks Redundant or deletes the older tasks of topic with the
+// identifiers of creations, skipping rows that others locked.
+func (r *Repository) applyInsertion(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) error {
+	identifiers := make([]string, len(creations))
+	for i, c := range creations {
+		identifiers[i] = c.Identifier
+	}
+	span := older[insertion]
+	var sequences []int64
+	err := batch.Split(batch.Group(identifiers), chunk, func(piece []string) error {
+		args := append(appendArgs([]any{topic}, piece...), int(span[0]), int(span[1]))
+		seqs, err := querySequences(ctx, tx, r.expand(r.q.pushOlder, "{list}", marks(len(piece))), args...)
+		sequences = append(sequences, seqs...)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	change := r.q.pushRedundant
+	if insertion == taskapi.Delete {
+		change = r.q.pushDelete
+	}
+	return r.execSequences(ctx, tx, change, topic, sequences)
+}
+
+// execSequences runs query, which takes topic and a {list} of sequences, in
+// pieces.
+func (r *Repository) execSequences(ctx context.Context, tx DB, query, topic string, sequences []int64) error {
+	return batch.Split(sequences, chunk, func(piece []int64) error {
+		_, err := tx.ExecContext(ctx, r.expand(query, "{list}", marks(len(piece))), appendArgs([]any{topic}, piece...)...)
+		return err
+	})
+}
+
+// insertRows inserts one piece of stored creations and returns their
+// sequences in creation order.
+func (r *Repository) insertRows(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State) ([]int64, error) {
+	args := make([]any, 0, 5*len(stored))
+	for i, c := range stored {
+		args = append(args, topic, c.Identifier, int(states[i]), nullable(c.Reference), nullable(c.Input))
+	}
+	rows := strings.TrimSuffix(strings.Repeat(pushRow+", ", len(stored)), ", ")
+	query := r.expand(r.q.pushInsert, "{rows}", rows)
+	if r.dialect.returning {
+		sequences, err := querySequences(ctx, tx, query, args...)
+		slices.Sort(sequences) // ascending sequences follow creation order
+		if err == nil && len(sequences) != len(stored) {
+			err = fmt.Errorf("stored %d tasks of %d", len(sequences), len(stored))
+		}
+		return sequences, err
+	}
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	first, err := res.LastInsertId() // of consecutive values
+	if err != nil {
+		return nil, err
+	}
+	sequences := make([]int64, len(stored))
+	for i := range sequences {
+		sequences[i] = first + int64(i)
+	}
+	return sequences, nil
+}
+
+// nullable returns nil (NULL) for the empty string, which means absent.
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// querySequences runs a query that returns one sequence per row.
+func querySequences(ctx context.Context, db DB, query string, args ...any) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var sequences []int64
+	for rows.Next() {
+		var s int64
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		sequences = append(sequences, s)
+	}
+	return sequences, rows.Err()
+}

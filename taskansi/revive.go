@@ -1,0 +1,202 @@
+package taskansi
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/taskrepo/taskrepo/internal/batch"
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/seqrange"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Revive revives up to size tasks of topic in state within span, in
+// ascending sequence order, skipping rows that others locked.
+func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
+	err := check.Topic(topic)
+	if err == nil {
+		err = check.Enum(how)
+	}
+	if err == nil {
+		err = check.Revivable(state)
+	}
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	if size < 1 || span.Empty() {
+		return nil, nil
+	}
+	var revivals []taskapi.Revival
+	err = r.atomic(ctx, db, func(tx DB) error {
+		old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, size)
+		if err == nil {
+			slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
+			revivals, err = r.revive(ctx, tx, topic, how, old)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	return revivals, nil
+}
+
+// ReviveTasks revives the given tasks, each of which must be in Expired to
+// Succeeded; otherwise nothing changes.
+func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error) {
+	err := check.Topic(topic)
+	if err == nil {
+		err = check.Enum(how)
+	}
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	position, sequences := batch.Positions(tasks)
+	ranges := seqrange.Ranges(sequences)
+	var revivals []taskapi.Revival
+	err = r.atomic(ctx, db, func(tx DB) error {
+		var old []revived
+		err := batch.Split(ranges, chunk, func(piece []taskapi.Range) error {
+			query := r.expand(r.q.reviveLock, "{ranges}", rangeMarks(len(piece)))
+			found, err := queryRevived(ctx, tx, query, rangeArgs([]any{topic}, piece)...)
+			old = append(old, found...)
+			return err
+		})
+		if err == nil && len(old) != len(position) {
+			err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", len(position), taskapi.ErrStateMismatch)
+		}
+		if err != nil {
+			return err
+		}
+		slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(position[a.Sequence], position[b.Sequence]) })
+		revivals, err = r.revive(ctx, tx, topic, how, old)
+		return err
+	})
+	if err != nil {
+		return nil, wrapf(err, "revive tasks of %q", topic)
+	}
+	return revivals, nil
+}
+
+// revived is a task that a revival locked.
+type revived struct {
+	taskapi.Task
+	reference string
+}
+
+// revive changes the locked tasks old, in the order of the revivals, and
+// pushes their successors for the modes that push.
+func (r *Repository) revive(ctx context.Context, tx DB, topic string, how taskapi.Revivification, old []revived) ([]taskapi.Revival, error) {
+	if len(old) == 0 {
+		return nil, nil
+	}
+	sequences := make([]int64, len(old))
+	for i, t := range old {
+		sequences[i] = t.Sequence
+	}
+	insertion, pushes := how.Insertion()
+	change := r.q.revivalReset
+	if pushes {
+		change = r.q.revivalRecreate
+	}
+	if err := r.execRanges(ctx, tx, change, []any{topic}, seqrange.Ranges(sequences)); err != nil {
+		return nil, err
+	}
+	revivals := make([]taskapi.Revival, len(old))
+	for i, t := range old {
+		revivals[i] = taskapi.Revival{Previous: t.Task, Current: t.Task}
+	}
+	if !pushes {
+		return revivals, nil
+	}
+	creations := make([]taskapi.Creation, len(old))
+	for i, t := range old {
+		creations[i] = taskapi.Creation{Identifier: t.Identifier, Input: t.Input, Reference: t.reference}
+	}
+	current, err := r.insert(ctx, tx, topic, insertion, creations)
+	if err != nil {
+		return nil, err
+	}
+	for i := range revivals {
+		revivals[i].Current = current[i]
+	}
+	return revivals, nil
+}
+
+func queryRevived(ctx context.Context, db DB, query string, args ...any) ([]revived, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var tasks []revived
+	for rows.Next() {
+		var t revived
+		if err := rows.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference); err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, rows.Err()
+}
+
+// Reassign sets each task to the state of its result, in a transaction of
+// its own that locks the named tasks and writes only when every one is in
+// Expired to Succeeded.
+func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
+	if err := check.Assignments(topic, assignments); err != nil {
+		return wrapf(err, "reassign tasks of %q", topic)
+	}
+	if len(assignments) == 0 {
+		return nil
+	}
+	runs, n := batch.Results(assignments)
+	err := r.atomic(ctx, db, func(tx DB) error {
+		matched, err := r.countLocked(ctx, tx, r.q.reassignLock, []any{topic}, rangesOf(runs))
+		if err == nil && matched != n {
+			err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", n, taskapi.ErrStateMismatch)
+		}
+		if err != nil {
+			return err
+		}
+		for result, ranges := range byKey(runs) {
+			state := int(result.State())
+			if err := r.execRanges(ctx, tx, r.q.reassignSet, []any{state, topic, state}, ranges); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return wrapf(err, "reassign tasks of %q", topic)
+	}
+	return nil
+}
+
+// ReassignAll moves every task of topic in state from within span to the
+// state of result to, and returns how many.
+func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
+	err := check.Topic(topic)
+	if err == nil {
+		err = check.Revivable(from)
+	}
+	if err == nil {
+		err = check.Enum(to)
+	}
+	if err != nil {
+		return 0, wrapf(err, "reassign tasks of %q", topic)
+	}
+	if from == to.State() || span.Empty() {
+		return 0, nil
+	}
+	n, err := affected(db.ExecContext(ctx, r.expand(r.q.reassignAll), int(to.State()), topic, int(from), span.From, span.To))
+	if err != nil {
+		return 0, wrapf(err, "reassign tasks of %q", topic)
+	}
+	return n, nil
+}
