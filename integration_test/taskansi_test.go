@@ -399,3 +399,23 @@ func TestTaskansiSkipsLockedRows(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskansiMySQLPushBeyondThePacketLimit pushes more text than one
+// statement may carry (max_allowed_packet, 16 MiB on MariaDB by default).
+func TestTaskansiMySQLPushBeyondThePacketLimit(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), testdb.MySQL(t)
+	repo := must[*taskansi.Repository](t, "taskansi.New")(taskansi.New(taskansi.MySQL, "owner"))
+	must[bool](t, "Initialize")(repo.Initialize(ctx, db, "t"))
+	big := strings.Repeat("x", 1<<20)
+	cs := make([]taskapi.Creation, 24)
+	for i := range cs {
+		cs[i] = taskapi.Creation{Identifier: fmt.Sprint(i), Input: big}
+	}
+	tasks := must[[]taskapi.Task](t, "Push of 24 MiB")(repo.Push(ctx, db, "t", taskapi.Append, cs...))
+	for i := 1; i < len(tasks); i++ {
+		if tasks[i].Sequence <= tasks[i-1].Sequence {
+			t.Fatalf("sequence %d follows %d in one push", tasks[i].Sequence, tasks[i-1].Sequence)
+		}
+	}
+}

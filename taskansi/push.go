@@ -58,20 +58,33 @@ func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion 
 		}
 	}
 	stored, states := batch.Stored(insertion, creations)
-	sequences := make([]int64, 0, len(stored))
-	for i := 0; i < len(stored); i += chunk {
-		end := min(i+chunk, len(stored))
-		seqs, err := r.insertRows(ctx, tx, topic, stored[i:end], states[i:end])
-		if err != nil {
-			return nil, err
-		}
-		sequences = append(sequences, seqs...)
+	sequences, err := r.insertStored(ctx, tx, topic, stored, states)
+	if err != nil {
+		return nil, err
 	}
 	tasks := make([]taskapi.Task, len(stored))
 	for i, c := range stored {
 		tasks[i] = taskapi.Task{Sequence: sequences[i], Identifier: c.Identifier, Input: c.Input}
 	}
 	return tasks, nil
+}
+
+// insertStored inserts the stored creations in as few statements as the
+// limits allow, in order, and returns their sequences in creation order.
+func (r *Repository) insertStored(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State) ([]int64, error) {
+	indices := make([]int, len(stored))
+	for i := range indices {
+		indices[i] = i
+	}
+	weight := func(i int) int { return len(stored[i].Identifier) + len(stored[i].Reference) + len(stored[i].Input) }
+	sequences := make([]int64, 0, len(stored))
+	err := batch.SplitBy(indices, chunk, statementBytes, weight, func(piece []int) error {
+		from, to := piece[0], piece[len(piece)-1]+1
+		seqs, err := r.insertRows(ctx, tx, topic, stored[from:to], states[from:to])
+		sequences = append(sequences, seqs...)
+		return err
+	})
+	return sequences, err
 }
 
 // applyInsertion marks Redundant or deletes the older tasks of topic with the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/taskrepo/taskrepo/internal/testdb"
@@ -174,5 +176,36 @@ func TestRefresh(t *testing.T) {
 	db, repo := setup(t)
 	if err := repo.Refresh(context.Background(), db); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A push larger than one statement takes is split, and its sequences still
+// follow creation order.
+func TestLargePushIsSplit(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, repo := setup(t)
+	creations := make([]taskapi.Creation, 2500)
+	for i := range creations {
+		creations[i] = taskapi.Creation{Identifier: fmt.Sprint("id-", i%700), Input: strings.Repeat("x", 4000)}
+	}
+	tasks, err := repo.Push(ctx, db, "t", taskapi.Replace, creations...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != len(creations) {
+		t.Fatalf("Push returned %d tasks, want %d", len(tasks), len(creations))
+	}
+	for i, task := range tasks {
+		if task.Identifier != creations[i].Identifier || i > 0 && task.Sequence <= tasks[i-1].Sequence {
+			t.Fatalf("task %d = %v after %v: not in creation order", i, task, tasks[max(i-1, 0)])
+		}
+	}
+	counts, err := repo.Count(ctx, db, taskapi.Total, taskapi.Counting{}, taskapi.Unbounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counts["t"]; got[taskapi.Ready].Count != 700 || got[taskapi.Redundant].Count != 1800 {
+		t.Errorf("Count = %v, want 700 READY and 1800 REDUNDANT", got)
 	}
 }

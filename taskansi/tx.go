@@ -87,8 +87,14 @@ func rangeMarks(n int) string {
 }
 
 // chunk is the most list items, ranges or rows that one statement takes, far
-// below the parameter limits of the databases (SQLite's is 32766).
-const chunk = 1000
+// below the parameter limits of the databases (SQLite's is 32766), and
+// statementBytes the most bytes of text that one INSERT takes, unless one row
+// has more: well within MySQL's smallest default max_allowed_packet (16 MiB
+// on MariaDB).
+const (
+	chunk          = 1000
+	statementBytes = 4 << 20
+)
 
 // appendArgs appends items to args.
 func appendArgs[T any](args []any, items ...T) []any {

@@ -64,16 +64,18 @@ func benchCreations(first, n int) []taskapi.Creation {
 	return creations
 }
 
-// reportRate reports the tasks per second of the timed part.
+// reportRate stops the timer and reports the tasks per second of the timed
+// part.
 func reportRate(b *testing.B, tasks int) {
+	b.StopTimer()
 	b.ReportMetric(float64(tasks)/b.Elapsed().Seconds(), "tasks/s")
 }
 
 // serverCPU returns the processor time that the server processes of db's
-// database have used, when the server runs on this machine (else 0). On a
+// database have used, and whether the server runs on this machine. On a
 // shared machine it is a steadier measure of what the statements cost than
 // the wall clock.
-func serverCPU(b *testing.B, db *pgxpool.Pool) time.Duration {
+func serverCPU(b *testing.B, db *pgxpool.Pool) (time.Duration, bool) {
 	b.Helper()
 	rows, _ := db.Query(b.Context(), `SELECT pid FROM pg_catalog.pg_stat_activity WHERE datname = current_database()`)
 	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
@@ -81,11 +83,13 @@ func serverCPU(b *testing.B, db *pgxpool.Pool) time.Duration {
 		b.Fatal(err)
 	}
 	var ticks int64
+	found := false
 	for _, pid := range pids {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return 0
+			continue // not on this machine, or gone
 		}
+		found = true
 		// Fields 14 and 15, utime and stime, follow the parenthesized name.
 		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 		for _, f := range fields[11:13] {
@@ -93,17 +97,18 @@ func serverCPU(b *testing.B, db *pgxpool.Pool) time.Duration {
 			ticks += n
 		}
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+	return time.Duration(ticks) * 10 * time.Millisecond, found // USER_HZ is 100 on Linux
 }
 
-// measureServer reports the server's processor time per operation from
-// start, taken with serverCPU before the timed part, when it is known.
-func measureServer(b *testing.B, db *pgxpool.Pool, start time.Duration) {
-	if start == 0 {
-		return
+// startServerCPU returns a function that reports the server's processor time
+// per operation since the call, when it is known.
+func startServerCPU(b *testing.B, db *pgxpool.Pool) func() {
+	start, ok := serverCPU(b, db)
+	return func() {
+		if end, found := serverCPU(b, db); ok && found {
+			b.ReportMetric(float64((end-start).Microseconds())/float64(b.N), "server-µs/op")
+		}
 	}
-	used := serverCPU(b, db) - start
-	b.ReportMetric(float64(used.Microseconds())/float64(b.N), "server-µs/op")
 }
 
 // BenchmarkPushBulk pushes b.N tasks with Append in batches of benchBatch.
@@ -126,7 +131,7 @@ func benchPushBatches(b *testing.B, insertion taskapi.Insertion, identifiers int
 		creations[i].Identifier = fmt.Sprintf("id-%d", i%identifiers)
 	}
 	b.ReportAllocs()
-	cpu := serverCPU(b, db)
+	reportServer := startServerCPU(b, db)
 	b.ResetTimer()
 	for first := 0; first < b.N; first += benchBatch {
 		batch := creations[first:min(first+benchBatch, b.N)]
@@ -135,7 +140,7 @@ func benchPushBatches(b *testing.B, insertion taskapi.Insertion, identifiers int
 		}
 	}
 	reportRate(b, b.N)
-	measureServer(b, db, cpu)
+	reportServer()
 }
 
 // BenchmarkPushSingle pushes one task per transaction from 8 goroutines per
@@ -143,7 +148,7 @@ func benchPushBatches(b *testing.B, insertion taskapi.Insertion, identifiers int
 func BenchmarkPushSingle(b *testing.B) {
 	db, repo := benchSetup(b)
 	b.ReportAllocs()
-	cpu := serverCPU(b, db)
+	reportServer := startServerCPU(b, db)
 	b.ResetTimer()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
@@ -155,7 +160,7 @@ func BenchmarkPushSingle(b *testing.B) {
 		}
 	})
 	reportRate(b, b.N)
-	measureServer(b, db, cpu)
+	reportServer()
 }
 
 func pushInTx(ctx context.Context, db *pgxpool.Pool, repo *taskpg.Repository, creations []taskapi.Creation) error {
@@ -226,7 +231,7 @@ func benchLoad(b *testing.B, db *pgxpool.Pool, repo *taskpg.Repository, n int) {
 func benchBurnDown(b *testing.B, db *pgxpool.Pool, repo *taskpg.Repository) {
 	b.Helper()
 	b.ReportAllocs()
-	cpu := serverCPU(b, db)
+	reportServer := startServerCPU(b, db)
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	worked := make([]int, benchConsumers)
@@ -249,7 +254,7 @@ func benchBurnDown(b *testing.B, db *pgxpool.Pool, repo *taskpg.Repository) {
 		b.Fatalf("worked %d tasks of %d", total, b.N)
 	}
 	reportRate(b, b.N)
-	measureServer(b, db, cpu)
+	reportServer()
 }
 
 // consume polls and completes tasks until a poll finds none, and returns how

@@ -21,8 +21,10 @@
 // so that it is all-or-nothing by construction: it checks, for instance, that
 // every named task is in the expected state before it changes any, and
 // writes nothing otherwise. The few calls that need several statements
-// (revivals that push new tasks, PurgeAll) run them inside a transaction of
-// their own, which pgx turns into a savepoint inside a caller's transaction.
+// (revivals that push new tasks, PurgeAll, an Append of many tasks, which
+// draws their sequences and then copies them in) run them inside a
+// transaction of their own, which pgx turns into a savepoint inside a
+// caller's transaction.
 // An error of the server itself (a lost connection, a cancelled statement, a
 // deadlock) aborts the caller's transaction as PostgreSQL always does.
 //

@@ -91,9 +91,24 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 	if len(completions) == 0 {
 		return nil
 	}
-	decisions := map[int64]taskapi.Decision{}
+	los, his, states, outputs, named := completeArgs(completions)
+	tag, err := db.Exec(ctx, r.q.complete, topic, los, his, states, outputs, r.owner, named)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = fmt.Errorf("%d tasks, not all Active and owned by %q: %w", named, r.owner, taskapi.ErrNotActive)
+	}
+	if err != nil {
+		return wrapf(err, "complete tasks of %q", topic)
+	}
+	return nil
+}
+
+// completeArgs returns the arguments of the complete statement: the runs of
+// consecutive sequences with one decision, as arrays of their bounds, states
+// and outputs, and the number of tasks named. When a task is named twice,
+// the more severe result wins, and on a tie the later output.
+func completeArgs(completions []taskapi.Completion) (los, his []int64, states []int16, outputs []string, named int) {
+	decisions := make(map[int64]taskapi.Decision, len(completions))
 	for _, c := range completions {
-		// The more severe result wins; on a tie the later output.
 		if d, ok := decisions[c.Task.Sequence]; !ok || c.Decision.Result <= d.Result {
 			decisions[c.Task.Sequence] = c.Decision
 		}
@@ -103,20 +118,13 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 		entries = append(entries, seqrange.Entry[taskapi.Decision]{Sequence: sequence, Key: d})
 	}
 	runs := seqrange.Coalesce(entries)
-	los, his := make([]int64, len(runs)), make([]int64, len(runs))
-	states, outputs := make([]int16, len(runs)), make([]string, len(runs))
+	los, his = make([]int64, len(runs)), make([]int64, len(runs))
+	states, outputs = make([]int16, len(runs)), make([]string, len(runs))
 	for i, run := range runs {
 		los[i], his[i] = run.Range.From, run.Range.To
 		states[i], outputs[i] = int16(run.Key.Result.State()), run.Key.Output
 	}
-	tag, err := db.Exec(ctx, r.q.complete, topic, los, his, states, outputs, r.owner, len(decisions))
-	if err == nil && tag.RowsAffected() == 0 {
-		err = fmt.Errorf("%d tasks, not all Active and owned by %q: %w", len(decisions), r.owner, taskapi.ErrNotActive)
-	}
-	if err != nil {
-		return wrapf(err, "complete tasks of %q", topic)
-	}
-	return nil
+	return los, his, states, outputs, len(decisions)
 }
 
 func checkCompletions(topic string, completions []taskapi.Completion) error {

@@ -45,7 +45,7 @@ func checkPush(topic string, insertion taskapi.Insertion, creations []taskapi.Cr
 // copyThreshold is the number of tasks from which Append stores them with
 // COPY rather than with an INSERT over arrays: COPY writes rows in bulk but
 // takes more round trips.
-var copyThreshold = 100
+const copyThreshold = 100
 
 // insert stores valid creations, at least one, as insertion tells, and
 // returns the stored tasks in creation order.
@@ -77,14 +77,21 @@ func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion 
 // insertRows runs the push statement of insertion and returns the sequences
 // of the stored tasks, none for an unknown topic.
 func (r *Repository) insertRows(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, stored []taskapi.Creation, states []int16) ([]int64, error) {
-	identifiers := make([]string, len(stored))
-	references := make([]string, len(stored))
-	inputs := make([]string, len(stored))
+	identifiers, references, inputs := pushArrays(stored)
+	rows, _ := db.Query(ctx, r.q.push[insertion], topic, identifiers, states, references, inputs)
+	return collectSequences(rows, len(stored))
+}
+
+// pushArrays returns the identifiers, references and inputs of the stored
+// creations, the array arguments of the push statements.
+func pushArrays(stored []taskapi.Creation) (identifiers, references, inputs []string) {
+	identifiers = make([]string, len(stored))
+	references = make([]string, len(stored))
+	inputs = make([]string, len(stored))
 	for i, c := range stored {
 		identifiers[i], references[i], inputs[i] = c.Identifier, c.Reference, c.Input
 	}
-	rows, _ := db.Query(ctx, r.q.push[insertion], topic, identifiers, states, references, inputs)
-	return collectSequences(rows, len(stored))
+	return identifiers, references, inputs
 }
 
 // copyIn draws a sequence for every task and copies the tasks in, in a
@@ -144,22 +151,25 @@ func collectSequences(rows pgx.Rows, n int) ([]int64, error) {
 
 // storedCreations returns the creations to store and the state of each. When
 // an identifier appears several times in a batch, Replace and Supersede store
-// its earlier creations Redundant and Delete drops them.
+// its earlier creations Redundant and Delete drops them. Append stores every
+// creation: the slice itself is returned.
 func storedCreations(insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Creation, []int16) {
-	last := map[string]int{}
-	if insertion != taskapi.Append {
+	if insertion == taskapi.Append {
+		states := make([]int16, len(creations))
 		for i, c := range creations {
-			last[c.Identifier] = i
+			states[i] = int16(createdState(c))
 		}
+		return creations, states
+	}
+	last := make(map[string]int, len(creations))
+	for i, c := range creations {
+		last[c.Identifier] = i
 	}
 	stored := make([]taskapi.Creation, 0, len(creations))
 	states := make([]int16, 0, len(creations))
 	for i, c := range creations {
-		state := taskapi.Ready
-		if c.Suspended {
-			state = taskapi.Suspended
-		}
-		if j, ok := last[c.Identifier]; ok && j != i {
+		state := createdState(c)
+		if last[c.Identifier] != i {
 			if insertion == taskapi.Delete {
 				continue
 			}
@@ -169,4 +179,12 @@ func storedCreations(insertion taskapi.Insertion, creations []taskapi.Creation) 
 		states = append(states, int16(state))
 	}
 	return stored, states
+}
+
+// createdState is the state of a task as created: Ready, or Suspended.
+func createdState(c taskapi.Creation) taskapi.State {
+	if c.Suspended {
+		return taskapi.Suspended
+	}
+	return taskapi.Ready
 }

@@ -63,7 +63,11 @@ const (
     DELETE FROM {schema}.task AS t` + olderTasks
 )
 
-// Poll. The owner check is folded in; only when nothing comes back does Poll
+// Poll. The sub-select locks the candidates, and the update finds them by
+// their row address (ctid, unique within the topic's partition): a locked row
+// keeps its address until the statement has changed it, and fetching it by
+// address skips a descent of the primary key per task. The owner check is
+// folded in; only when nothing comes back does Poll
 // look whether the owner exists. The conditions skip a candidate while its
 // identifier has an earlier Ready task (in poll order) or a task in a blocking
 // state ($4: Active plus the condition's Blocking states). The package
@@ -71,8 +75,8 @@ const (
 const (
 	pollTemplate = `
 UPDATE {schema}.task AS t SET state = 0, owner = $2
-WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
-    SELECT r.sequence FROM {schema}.task AS r
+WHERE t.topic = $1 AND t.ctid = ANY (ARRAY(
+    SELECT r.ctid FROM {schema}.task AS r
     WHERE r.topic = $1 AND r.state = 1
       AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
     ORDER BY r.sequence {direction} LIMIT $3

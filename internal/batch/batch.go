@@ -123,3 +123,25 @@ func Split[T any](items []T, size int, fn func(piece []T) error) error {
 	}
 	return nil
 }
+
+// SplitBy is Split with a second bound: a piece holds at most size items and
+// at most budget in weight, except that an item heavier than budget makes a
+// piece of its own. It keeps statements with large texts within the
+// databases' packet limits.
+func SplitBy[T any](items []T, size, budget int, weight func(T) int, fn func(piece []T) error) error {
+	start, load := 0, 0
+	for i, item := range items {
+		w := weight(item)
+		if i > start && (i-start == size || load+w > budget) {
+			if err := fn(items[start:i]); err != nil {
+				return err
+			}
+			start, load = i, 0
+		}
+		load += w
+	}
+	if start == len(items) {
+		return nil
+	}
+	return fn(items[start:])
+}

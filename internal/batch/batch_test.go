@@ -77,3 +77,19 @@ func TestPositionsGroupReleasedSplit(t *testing.T) {
 		t.Errorf("Split = %v", pieces)
 	}
 }
+
+func TestSplitBy(t *testing.T) {
+	var pieces [][]int
+	collect := func(p []int) error { pieces = append(pieces, p); return nil }
+	weight := func(n int) int { return n }
+	_ = batch.SplitBy([]int{1, 1, 1, 9, 2, 2, 2, 2}, 3, 5, weight, collect)
+	want := [][]int{{1, 1, 1}, {9}, {2, 2}, {2, 2}}
+	if !slices.EqualFunc(pieces, want, slices.Equal) {
+		t.Errorf("SplitBy = %v, want %v", pieces, want)
+	}
+	pieces = nil
+	_ = batch.SplitBy([]int{}, 3, 5, weight, collect)
+	if len(pieces) != 0 {
+		t.Errorf("SplitBy of nothing = %v", pieces)
+	}
+}

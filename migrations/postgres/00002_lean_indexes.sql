@@ -27,6 +27,11 @@ CREATE INDEX task_ready ON task (topic, sequence) WHERE state = 1; -- polling
 DROP INDEX task_created;
 CREATE INDEX task_created ON task USING brin (created); -- resolve
 
+-- Building an index records the size of its table but no statistics of its
+-- columns, a mix on which the planner sorts whole partitions to poll; take
+-- fresh statistics of the partitions that exist.
+ANALYZE task;
+
 -- +goose Down
 DROP INDEX task_created;
 CREATE INDEX task_created ON task (created);

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/taskrepo/taskrepo/migrations"
+	"github.com/taskrepo/taskrepo/taskansi"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
+)
+
+const orderTable = `CREATE TABLE IF NOT EXISTS demo_order (id varchar(100) PRIMARY KEY, total int NOT NULL)`
+
+// runPostgres runs the demo with taskpg on a pgx pool.
+func runPostgres(ctx context.Context, url string) error {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := migrations.Up(ctx, stdlib.OpenDBFromPool(pool), migrations.Postgres); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, orderTable); err != nil {
+		return err
+	}
+	return run(ctx, world[taskpg.DB]{
+		db: pool,
+		newRepo: func(owner string) (taskapi.Repository[taskpg.DB], error) {
+			return taskpg.New(owner)
+		},
+		inTx: func(ctx context.Context, fn func(tx taskpg.DB) error) error {
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(tx) })
+		},
+		insertOrder: func(ctx context.Context, tx taskpg.DB, id string, total int) error {
+			_, err := tx.Exec(ctx, "INSERT INTO demo_order (id, total) VALUES ($1, $2)", id, total)
+			return err
+		},
+	})
+}
+
+// runSQLite runs the demo with taskansi on a SQLite file that it removes
+// afterwards.
+func runSQLite(ctx context.Context) (err error) {
+	dir, err := os.MkdirTemp("", "taskdemo")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "tasks.db")+
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := migrations.Up(ctx, db, migrations.SQLite); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, orderTable); err != nil {
+		return err
+	}
+	return run(ctx, world[taskansi.DB]{
+		db: db,
+		newRepo: func(owner string) (taskapi.Repository[taskansi.DB], error) {
+			return taskansi.New(taskansi.SQLite, owner)
+		},
+		inTx: func(ctx context.Context, fn func(tx taskansi.DB) error) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			if err := fn(tx); err != nil {
+				return errors.Join(err, tx.Rollback())
+			}
+			return tx.Commit()
+		},
+		insertOrder: func(ctx context.Context, tx taskansi.DB, id string, total int) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO demo_order (id, total) VALUES (?, ?)", id, total)
+			return err
+		},
+	})
+}
