@@ -5,7 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/taskrepo/taskrepo/internal/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
 )
 
 // bulk is enough creations for Append to store them with COPY.
@@ -105,5 +107,20 @@ func TestBulkAppendRollsBackWithTheCaller(t *testing.T) {
 	}
 	if got := states(t, repo, db, "t"); len(got) != 0 {
 		t.Fatalf("%d tasks left after the rollback", len(got))
+	}
+}
+
+// A bulk push copies into the task table of the repository's schema.
+func TestBulkAppendWithSchema(t *testing.T) {
+	t.Parallel()
+	const schema = `we"ird sch'ema`
+	db := migrateSchema(t, testdb.PostgresURL(t), schema)
+	repo := newRepo(t, db, "a", taskpg.WithSchema(schema))
+	if _, err := repo.Initialize(t.Context(), db, "t"); err != nil {
+		t.Fatal(err)
+	}
+	push(t, repo, db, "t", taskapi.Append, bulkCreations()...)
+	if got := len(states(t, repo, db, "t")); got != bulk {
+		t.Fatalf("%d tasks stored, want %d", got, bulk)
 	}
 }

@@ -2,11 +2,11 @@ package taskpg
 
 import (
 	"context"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -16,7 +16,7 @@ import (
 // that a group sees what the groups before it released; the statements go in
 // one batch, which outside a transaction runs in an implicit one.
 func (r *Repository) Join(ctx context.Context, db DB, topic string, junction taskapi.Junction, groups ...[]string) ([]string, error) {
-	if err := checkJoin(topic, junction, groups); err != nil {
+	if err := check.Join(topic, junction, groups); err != nil {
 		return nil, wrapf(err, "join tasks of %q", topic)
 	}
 	present := ordinals([]taskapi.State{taskapi.Suspended})
@@ -29,7 +29,7 @@ func (r *Repository) Join(ctx context.Context, db DB, topic string, junction tas
 		if len(group) == 0 {
 			continue
 		}
-		identifiers := slices.Compact(slices.Sorted(slices.Values(group)))
+		identifiers := batch.Group(group)
 		b.Queue(r.q.join, topic, identifiers, present).Exec(func(tag pgconn.CommandTag) error {
 			released[i] = tag.RowsAffected() > 0
 			return nil
@@ -41,32 +41,5 @@ func (r *Repository) Join(ctx context.Context, db DB, topic string, junction tas
 	if err := db.SendBatch(ctx, b).Close(); err != nil {
 		return nil, wrapf(err, "join tasks of %q", topic)
 	}
-	var identifiers []string
-	seen := map[string]bool{}
-	for i, group := range groups {
-		for _, id := range group {
-			if released[i] && !seen[id] {
-				seen[id] = true
-				identifiers = append(identifiers, id)
-			}
-		}
-	}
-	return identifiers, nil
-}
-
-func checkJoin(topic string, junction taskapi.Junction, groups [][]string) error {
-	if err := check.Topic(topic); err != nil {
-		return err
-	}
-	if err := check.Enum(junction); err != nil {
-		return err
-	}
-	for _, group := range groups {
-		for _, id := range group {
-			if err := check.Identifier(id); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return batch.Released(groups, released), nil
 }

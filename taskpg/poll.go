@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
-	"github.com/taskrepo/taskrepo/internal/seqrange"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -85,7 +85,7 @@ func scanTask(row pgx.CollectableRow) (taskapi.Task, error) {
 // Complete records the decisions in one statement that writes only when every
 // task is Active and owned by this owner.
 func (r *Repository) Complete(ctx context.Context, db DB, topic string, completions ...taskapi.Completion) error {
-	if err := checkCompletions(topic, completions); err != nil {
+	if err := check.Completions(topic, completions); err != nil {
 		return wrapf(err, "complete tasks of %q", topic)
 	}
 	if len(completions) == 0 {
@@ -107,37 +107,12 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 // and outputs, and the number of tasks named. When a task is named twice,
 // the more severe result wins, and on a tie the later output.
 func completeArgs(completions []taskapi.Completion) (los, his []int64, states []int16, outputs []string, named int) {
-	decisions := make(map[int64]taskapi.Decision, len(completions))
-	for _, c := range completions {
-		if d, ok := decisions[c.Task.Sequence]; !ok || c.Decision.Result <= d.Result {
-			decisions[c.Task.Sequence] = c.Decision
-		}
-	}
-	entries := make([]seqrange.Entry[taskapi.Decision], 0, len(decisions))
-	for sequence, d := range decisions {
-		entries = append(entries, seqrange.Entry[taskapi.Decision]{Sequence: sequence, Key: d})
-	}
-	runs := seqrange.Coalesce(entries)
+	runs, named := batch.Decisions(completions)
 	los, his = make([]int64, len(runs)), make([]int64, len(runs))
 	states, outputs = make([]int16, len(runs)), make([]string, len(runs))
 	for i, run := range runs {
 		los[i], his[i] = run.Range.From, run.Range.To
 		states[i], outputs[i] = int16(run.Key.Result.State()), run.Key.Output
 	}
-	return los, his, states, outputs, len(decisions)
-}
-
-func checkCompletions(topic string, completions []taskapi.Completion) error {
-	if err := check.Topic(topic); err != nil {
-		return err
-	}
-	for _, c := range completions {
-		if err := check.Enum(c.Decision.Result); err != nil {
-			return err
-		}
-		if err := check.Text("output", c.Decision.Output); err != nil {
-			return err
-		}
-	}
-	return nil
+	return los, his, states, outputs, named
 }

@@ -64,14 +64,16 @@ const (
 )
 
 // Poll. The sub-select locks the candidates, and the update finds them by
-// their row address (ctid, unique within the topic's partition): a locked row
-// keeps its address until the statement has changed it, and fetching it by
-// address skips a descent of the primary key per task. The owner check is
-// folded in; only when nothing comes back does Poll
-// look whether the owner exists. The conditions skip a candidate while its
-// identifier has an earlier Ready task (in poll order) or a task in a blocking
-// state ($4: Active plus the condition's Blocking states). The package
-// documentation tells how conditional polls are serialized.
+// their row address (ctid, unique within the topic's partition), which saves
+// a descent of the primary key per task: a locked row keeps its address until
+// the statement changes it. A candidate that a transaction committed after
+// the statement began has changed and left Ready again has an address the
+// update cannot see; it stays Ready and the poll returns fewer tasks, never
+// one twice. The owner check is folded in; only when nothing comes back does
+// Poll look whether the owner exists. The conditions skip a candidate while
+// its identifier has an earlier Ready task (in poll order) or a task in a
+// blocking state ($4: Active plus the condition's Blocking states). The
+// package documentation tells how conditional polls are serialized.
 const (
 	pollTemplate = `
 UPDATE {schema}.task AS t SET state = 0, owner = $2

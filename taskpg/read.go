@@ -31,7 +31,7 @@ func stateFilter(states []taskapi.State) []int16 {
 func (r *Repository) Page(ctx context.Context, db DB, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
 	err := check.Topic(topic)
 	if err == nil {
-		err = checkFilter(listing.States, listing.Reference, listing.Identifier)
+		err = check.Filter(listing.States, listing.Reference, listing.Identifier)
 	}
 	if err == nil {
 		err = check.Enum(direction)
@@ -51,19 +51,6 @@ func (r *Repository) Page(ctx context.Context, db DB, topic string, listing task
 		return nil, wrapf(err, "page tasks of %q", topic)
 	}
 	return infos, nil
-}
-
-func checkFilter(states []taskapi.State, reference, identifier string) error {
-	if err := check.States(states, nil); err != nil {
-		return err
-	}
-	if err := check.Reference(reference); err != nil {
-		return err
-	}
-	if identifier == "" {
-		return nil
-	}
-	return check.Identifier(identifier)
 }
 
 // Lookup finds the task of topic with sequence.
@@ -111,7 +98,7 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 		err = check.Topic(filter.Topic)
 	}
 	if err == nil {
-		err = checkFilter(filter.States, filter.Reference, filter.Identifier)
+		err = check.Filter(filter.States, filter.Reference, filter.Identifier)
 	}
 	if err != nil {
 		return nil, wrapf(err, "count tasks")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/internal/seqrange"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -57,14 +58,7 @@ func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how t
 	if len(tasks) == 0 {
 		return nil, nil
 	}
-	position := map[int64]int{} // of each sequence in the order given
-	sequences := make([]int64, 0, len(tasks))
-	for _, t := range tasks {
-		if _, ok := position[t.Sequence]; !ok {
-			position[t.Sequence] = len(sequences)
-			sequences = append(sequences, t.Sequence)
-		}
-	}
+	position, sequences := batch.Positions(tasks)
 	ranges := seqrange.Ranges(sequences)
 	los, his := make([]int64, len(ranges)), make([]int64, len(ranges))
 	for i, rg := range ranges {
@@ -161,47 +155,24 @@ func pairs(old []revived, current []taskapi.Task) []taskapi.Revival {
 // Reassign sets each task to the state of its result, in one statement that
 // writes only when every task is in Expired to Succeeded.
 func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
-	if err := checkAssignments(topic, assignments); err != nil {
+	if err := check.Assignments(topic, assignments); err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)
 	}
 	if len(assignments) == 0 {
 		return nil
 	}
-	results := map[int64]taskapi.Result{}
-	for _, a := range assignments {
-		if old, ok := results[a.Task.Sequence]; ok {
-			a.Result = a.Result.Merge(old)
-		}
-		results[a.Task.Sequence] = a.Result
-	}
-	entries := make([]seqrange.Entry[taskapi.Result], 0, len(results))
-	for sequence, result := range results {
-		entries = append(entries, seqrange.Entry[taskapi.Result]{Sequence: sequence, Key: result})
-	}
-	runs := seqrange.Coalesce(entries)
+	runs, named := batch.Results(assignments)
 	los, his, states := make([]int64, len(runs)), make([]int64, len(runs)), make([]int16, len(runs))
 	for i, run := range runs {
 		los[i], his[i], states[i] = run.Range.From, run.Range.To, int16(run.Key.State())
 	}
 	var matched int
-	err := db.QueryRow(ctx, r.q.reassign, topic, los, his, states, len(results)).Scan(&matched)
-	if err == nil && matched != len(results) {
-		err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", len(results), taskapi.ErrStateMismatch)
+	err := db.QueryRow(ctx, r.q.reassign, topic, los, his, states, named).Scan(&matched)
+	if err == nil && matched != named {
+		err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", named, taskapi.ErrStateMismatch)
 	}
 	if err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)
-	}
-	return nil
-}
-
-func checkAssignments(topic string, assignments []taskapi.Assignment) error {
-	if err := check.Topic(topic); err != nil {
-		return err
-	}
-	for _, a := range assignments {
-		if err := check.Enum(a.Result); err != nil {
-			return err
-		}
 	}
 	return nil
 }
