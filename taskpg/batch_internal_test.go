@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -19,23 +20,6 @@ func batchCreations(n int) []taskapi.Creation {
 	return creations
 }
 
-func BenchmarkStoredCreationsAppend(b *testing.B) {
-	creations := batchCreations(1000)
-	b.ReportAllocs()
-	for b.Loop() {
-		storedCreations(taskapi.Append, creations)
-	}
-}
-
-// Replace looks for identifiers named twice in the batch (here all of them).
-func BenchmarkStoredCreationsReplace(b *testing.B) {
-	creations := batchCreations(1000)
-	b.ReportAllocs()
-	for b.Loop() {
-		storedCreations(taskapi.Replace, creations)
-	}
-}
-
 func BenchmarkPushArrays(b *testing.B) {
 	creations := batchCreations(1000)
 	b.ReportAllocs()
@@ -46,7 +30,8 @@ func BenchmarkPushArrays(b *testing.B) {
 
 // BenchmarkCopySource produces the rows of a bulk Append for COPY.
 func BenchmarkCopySource(b *testing.B) {
-	stored, states := storedCreations(taskapi.Append, batchCreations(1000))
+	stored, created := batch.Stored(taskapi.Append, batchCreations(1000))
+	states := ordinals(created)
 	sequences := make([]int64, len(stored))
 	for i := range sequences {
 		sequences[i] = int64(i + 1)

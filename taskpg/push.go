@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -14,7 +15,7 @@ import (
 // Push stores creations as tasks of topic, in one statement that also applies
 // insertion to older tasks with the same identifiers.
 func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations ...taskapi.Creation) ([]taskapi.Task, error) {
-	if err := checkPush(topic, insertion, creations); err != nil {
+	if err := check.Push(topic, insertion, creations); err != nil {
 		return nil, wrapf(err, "push to %q", topic)
 	}
 	if len(creations) == 0 {
@@ -27,21 +28,6 @@ func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion ta
 	return tasks, nil
 }
 
-func checkPush(topic string, insertion taskapi.Insertion, creations []taskapi.Creation) error {
-	if err := check.Topic(topic); err != nil {
-		return err
-	}
-	if err := check.Enum(insertion); err != nil {
-		return err
-	}
-	for _, c := range creations {
-		if err := check.Creation(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // copyThreshold is the number of tasks from which Append stores them with
 // COPY rather than with an INSERT over arrays: COPY writes rows in bulk but
 // takes more round trips.
@@ -50,7 +36,8 @@ const copyThreshold = 100
 // insert stores valid creations, at least one, as insertion tells, and
 // returns the stored tasks in creation order.
 func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
-	stored, states := storedCreations(insertion, creations)
+	stored, created := batch.Stored(insertion, creations)
+	states := ordinals(created)
 	var sequences []int64
 	var err error
 	if insertion == taskapi.Append && len(stored) >= copyThreshold {
@@ -147,44 +134,4 @@ func collectSequences(rows pgx.Rows, n int) ([]int64, error) {
 		return nil
 	})
 	return sequences, err
-}
-
-// storedCreations returns the creations to store and the state of each. When
-// an identifier appears several times in a batch, Replace and Supersede store
-// its earlier creations Redundant and Delete drops them. Append stores every
-// creation: the slice itself is returned.
-func storedCreations(insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Creation, []int16) {
-	if insertion == taskapi.Append {
-		states := make([]int16, len(creations))
-		for i, c := range creations {
-			states[i] = int16(createdState(c))
-		}
-		return creations, states
-	}
-	last := make(map[string]int, len(creations))
-	for i, c := range creations {
-		last[c.Identifier] = i
-	}
-	stored := make([]taskapi.Creation, 0, len(creations))
-	states := make([]int16, 0, len(creations))
-	for i, c := range creations {
-		state := createdState(c)
-		if last[c.Identifier] != i {
-			if insertion == taskapi.Delete {
-				continue
-			}
-			state = taskapi.Redundant
-		}
-		stored = append(stored, c)
-		states = append(states, int16(state))
-	}
-	return stored, states
-}
-
-// createdState is the state of a task as created: Ready, or Suspended.
-func createdState(c taskapi.Creation) taskapi.State {
-	if c.Suspended {
-		return taskapi.Suspended
-	}
-	return taskapi.Ready
 }

@@ -16,20 +16,21 @@ import (
 // identifier appears several times in a batch, Replace and Supersede store
 // its earlier creations Redundant and Delete drops them.
 func Stored(insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Creation, []taskapi.State) {
-	last := map[string]int{}
-	if insertion != taskapi.Append {
-		for i, c := range creations {
-			last[c.Identifier] = i
+	states := make([]taskapi.State, 0, len(creations))
+	if insertion == taskapi.Append { // every creation is stored: no copy
+		for _, c := range creations {
+			states = append(states, created(c))
 		}
+		return creations, states
+	}
+	last := make(map[string]int, len(creations))
+	for i, c := range creations {
+		last[c.Identifier] = i
 	}
 	stored := make([]taskapi.Creation, 0, len(creations))
-	states := make([]taskapi.State, 0, len(creations))
 	for i, c := range creations {
-		state := taskapi.Ready
-		if c.Suspended {
-			state = taskapi.Suspended
-		}
-		if j, ok := last[c.Identifier]; ok && j != i {
+		state := created(c)
+		if last[c.Identifier] != i {
 			if insertion == taskapi.Delete {
 				continue
 			}
@@ -39,6 +40,14 @@ func Stored(insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskap
 		states = append(states, state)
 	}
 	return stored, states
+}
+
+// created is the state of a task as pushed: Ready, or Suspended.
+func created(c taskapi.Creation) taskapi.State {
+	if c.Suspended {
+		return taskapi.Suspended
+	}
+	return taskapi.Ready
 }
 
 // Decisions returns the decision of every task that completions name, by

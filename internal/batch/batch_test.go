@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -91,5 +92,31 @@ func TestSplitBy(t *testing.T) {
 	_ = batch.SplitBy([]int{}, 3, 5, weight, collect)
 	if len(pieces) != 0 {
 		t.Errorf("SplitBy of nothing = %v", pieces)
+	}
+}
+
+func benchCreations(n int) []taskapi.Creation {
+	creations := make([]taskapi.Creation, n)
+	for i := range creations {
+		creations[i] = taskapi.Creation{Identifier: fmt.Sprintf("id-%d", i%(n/2)), Input: fmt.Sprintf(`{"n":%d}`, i)}
+	}
+	return creations
+}
+
+// Append stores every creation: no map, no copy of the batch.
+func BenchmarkStoredAppend(b *testing.B) {
+	creations := benchCreations(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		batch.Stored(taskapi.Append, creations)
+	}
+}
+
+// Replace looks for identifiers named twice in the batch (here all of them).
+func BenchmarkStoredReplace(b *testing.B) {
+	creations := benchCreations(1000)
+	b.ReportAllocs()
+	for b.Loop() {
+		batch.Stored(taskapi.Replace, creations)
 	}
 }
