@@ -18,10 +18,7 @@ import (
 // poll first takes the dialect's lock on the topic (see the package
 // documentation).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	order, condition, err := check.PollOptions(opts)
-	if err == nil {
-		err = check.Topic(topic)
-	}
+	order, condition, err := check.Poll(topic, opts)
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}

@@ -44,13 +44,7 @@ func newFilter(states []taskapi.State, reference, identifier string) filter {
 // Page lists up to size tasks of topic matching listing, walking from cursor
 // in direction.
 func (r *Repository) Page(ctx context.Context, db DB, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
-	err := check.Topic(topic)
-	if err == nil {
-		err = check.Filter(listing.States, listing.Reference, listing.Identifier)
-	}
-	if err == nil {
-		err = check.Enum(direction)
-	}
+	err := check.Page(topic, listing, direction)
 	if err != nil {
 		return nil, wrapf(err, "page tasks of %q", topic)
 	}
@@ -108,13 +102,7 @@ func queryInfos(ctx context.Context, db DB, query string, args ...any) ([]taskap
 
 // Count counts tasks per registered topic and state within span.
 func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error) {
-	err := check.Enum(snapshot)
-	if err == nil && filter.Topic != "" {
-		err = check.Topic(filter.Topic)
-	}
-	if err == nil {
-		err = check.Filter(filter.States, filter.Reference, filter.Identifier)
-	}
+	err := check.Count(snapshot, filter)
 	if err != nil {
 		return nil, wrapf(err, "count tasks")
 	}

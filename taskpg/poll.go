@@ -17,10 +17,7 @@ import (
 // statement, and returns them in poll order. A conditional poll first takes
 // the topic's advisory lock (see the package documentation).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	order, condition, err := check.PollOptions(opts)
-	if err == nil {
-		err = check.Topic(topic)
-	}
+	order, condition, err := check.Poll(topic, opts)
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}

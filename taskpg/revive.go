@@ -17,13 +17,7 @@ import (
 // Revive revives up to size tasks of topic in state within span, in
 // ascending sequence order.
 func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
-	err := check.Topic(topic)
-	if err == nil {
-		err = check.Enum(how)
-	}
-	if err == nil {
-		err = check.Revivable(state)
-	}
+	err := check.Revive(topic, how, state)
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
@@ -48,10 +42,7 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 // ReviveTasks revives the given tasks, each of which must be in Expired to
 // Succeeded; otherwise nothing changes.
 func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error) {
-	err := check.Topic(topic)
-	if err == nil {
-		err = check.Enum(how)
-	}
+	err := check.ReviveTasks(topic, how)
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
@@ -180,13 +171,7 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 // ReassignAll moves every task of topic in state from within span to the
 // state of result to, and returns how many.
 func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
-	err := check.Topic(topic)
-	if err == nil {
-		err = check.Revivable(from)
-	}
-	if err == nil {
-		err = check.Enum(to)
-	}
+	err := check.ReassignAll(topic, from, to)
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}

@@ -155,3 +155,37 @@ func TestCallChecks(t *testing.T) {
 		}
 	}
 }
+
+func TestCalls(t *testing.T) {
+	t.Parallel()
+	bad := map[string]error{
+		"Revive state":      check.Revive("t", taskapi.ReviveReset, taskapi.Ready),
+		"Revive how":        check.Revive("t", taskapi.Revivification(9), taskapi.Failed),
+		"ReviveTasks topic": check.ReviveTasks("", taskapi.ReviveAppend),
+		"ReassignAll from":  check.ReassignAll("t", taskapi.Active, taskapi.Success),
+		"ReassignAll to":    check.ReassignAll("t", taskapi.Failed, taskapi.Result(8)),
+		"Page direction":    check.Page("t", taskapi.Listing{}, taskapi.Direction(3)),
+		"Page filter":       check.Page("t", taskapi.Listing{States: []taskapi.State{12}}, taskapi.Forward),
+		"Count snapshot":    check.Count(taskapi.Snapshot(5), taskapi.Counting{}),
+		"Count topic":       check.Count(taskapi.Total, taskapi.Counting{Topic: "a\x00"}),
+	}
+	for name, err := range bad {
+		if !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("%s: error = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	good := []error{
+		check.Revive("t", taskapi.ReviveReset, taskapi.Expired),
+		check.ReassignAll("t", taskapi.Succeeded, taskapi.Failure),
+		check.Page("t", taskapi.Listing{Identifier: "x"}, taskapi.Backward),
+		check.Count(taskapi.Recent, taskapi.Counting{}),
+	}
+	for i, err := range good {
+		if err != nil {
+			t.Errorf("good call %d: %v", i, err)
+		}
+	}
+	if _, _, err := check.Poll("", nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("Poll with an empty topic: %v", err)
+	}
+}
