@@ -74,13 +74,14 @@ func (b *bench) fresh(ctx context.Context, scenario, side string) (*pgxpool.Pool
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	name := fmt.Sprintf("bench_%s_%s_%s", scenario, side, hex.EncodeToString(suffix))
-	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	quoted := pgx.Identifier{name}.Sanitize()
+	if _, err := b.admin.Exec(ctx, "CREATE DATABASE "+quoted); err != nil {
 		return nil, nil, fmt.Errorf("create database %s: %w", name, err)
 	}
 	drop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, err := b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+		if _, err := b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+quoted+" WITH (FORCE)"); err != nil {
 			fmt.Fprintf(os.Stderr, "bench: drop database %s: %v\n", name, err)
 		}
 	}

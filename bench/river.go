@@ -85,9 +85,18 @@ func riverPush(ctx context.Context, client *river.Client[pgx.Tx], n, size int) e
 	return nil
 }
 
-// riverSinglePush inserts n jobs one per transaction (InsertTx) from
-// producers goroutines at once.
-func riverSinglePush(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n, producers int) error {
+// riverSingleInsert inserts n jobs with Insert, which runs a transaction
+// of its own, from producers goroutines at once.
+func riverSingleInsert(ctx context.Context, client *river.Client[pgx.Tx], _ *pgxpool.Pool, n, producers int) error {
+	return concurrently(ctx, n, producers, func(ctx context.Context, _ int) error {
+		_, err := client.Insert(ctx, benchArgs{Pushed: time.Now().UnixNano()}, nil)
+		return err
+	})
+}
+
+// riverSingleInsertTx inserts n jobs with InsertTx, each in a transaction
+// the producer begins and commits, from producers goroutines at once.
+func riverSingleInsertTx(ctx context.Context, client *river.Client[pgx.Tx], pool *pgxpool.Pool, n, producers int) error {
 	return concurrently(ctx, n, producers, func(ctx context.Context, _ int) error {
 		tx, err := pool.Begin(ctx)
 		if err != nil {

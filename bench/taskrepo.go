@@ -98,9 +98,18 @@ func taskPushFor(ctx context.Context, repo *taskpg.Repository, pool *pgxpool.Poo
 	return min(first, n), nil
 }
 
-// taskSinglePush pushes n tasks one per transaction from producers
-// goroutines at once.
+// taskSinglePush pushes n tasks from producers goroutines at once, each
+// push a transaction of its own.
 func taskSinglePush(ctx context.Context, repo *taskpg.Repository, pool *pgxpool.Pool, n, producers int) error {
+	return concurrently(ctx, n, producers, func(ctx context.Context, i int) error {
+		_, err := repo.Push(ctx, pool, topic, taskapi.Append, creations(i, 1, uniqueIdentifier)...)
+		return err
+	})
+}
+
+// taskSinglePushTx pushes n tasks from producers goroutines at once, each
+// in a transaction the producer begins and commits.
+func taskSinglePushTx(ctx context.Context, repo *taskpg.Repository, pool *pgxpool.Pool, n, producers int) error {
 	return concurrently(ctx, n, producers, func(ctx context.Context, i int) error {
 		tx, err := pool.Begin(ctx)
 		if err != nil {

@@ -97,3 +97,33 @@ func purgeAllLocked(t *testing.T, repo *taskpg.Repository, db taskpg.DB, tx pgx.
 	}
 	return err
 }
+
+// A single push to an unknown topic on a connection reports the topic both
+// outside a transaction and inside one the caller opened with a plain BEGIN,
+// which it leaves usable.
+func TestSinglePushToAnUnknownTopicOnAConnection(t *testing.T) {
+	t.Parallel()
+	db, repo := setup(t, "t")
+	conn, err := db.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	c := conn.Conn()
+	if _, err := repo.Push(t.Context(), c, "nowhere", taskapi.Append, ids("x")...); !errors.Is(err, taskapi.ErrUnknownTopic) {
+		t.Errorf("Push outside a transaction: error %v, want %v", err, taskapi.ErrUnknownTopic)
+	}
+	if _, err := c.Exec(t.Context(), "BEGIN"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Push(t.Context(), c, "nowhere", taskapi.Append, ids("x")...); !errors.Is(err, taskapi.ErrUnknownTopic) {
+		t.Errorf("Push inside BEGIN: error %v, want %v", err, taskapi.ErrUnknownTopic)
+	}
+	kept := push(t, repo, c, "t", taskapi.Append, ids("kept")...)
+	if _, err := c.Exec(t.Context(), "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if s := states(t, repo, db, "t"); len(s) != 1 || s[0] != taskapi.Ready || len(kept) != 1 {
+		t.Fatalf("states after the failures: %v, want [READY]", s)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -40,9 +41,12 @@ func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion 
 	states := ordinals(created)
 	var sequences []int64
 	var err error
-	if insertion == taskapi.Append && len(stored) >= copyThreshold {
+	switch {
+	case insertion == taskapi.Append && len(stored) >= copyThreshold:
 		sequences, err = r.copyIn(ctx, db, topic, stored, states)
-	} else {
+	case insertion == taskapi.Append && len(stored) == 1:
+		sequences, err = r.insertOne(ctx, db, topic, stored[0], states[0])
+	default:
 		sequences, err = r.insertRows(ctx, db, topic, insertion, stored, states)
 	}
 	switch {
@@ -67,6 +71,30 @@ func (r *Repository) insertRows(ctx context.Context, db DB, topic string, insert
 	identifiers, references, inputs := pushArrays(stored)
 	rows, _ := db.Query(ctx, r.q.push[insertion], topic, identifiers, states, references, inputs)
 	return collectSequences(rows, len(stored))
+}
+
+// insertOne appends a single task and returns its sequence, none for an
+// unknown topic.
+func (r *Repository) insertOne(ctx context.Context, db DB, topic string, c taskapi.Creation, state int16) ([]int64, error) {
+	query := r.q.pushOne
+	if alone(db) {
+		query = r.q.pushOneAlone
+	}
+	rows, _ := db.Query(ctx, query, topic, c.Identifier, state, c.Reference, c.Input)
+	return collectSequences(rows, 1)
+}
+
+// alone reports whether a statement run on db is a transaction of its own,
+// so that its failure aborts nothing of the caller's: db is a pool, or a
+// connection outside a transaction.
+func alone(db DB) bool {
+	switch db := db.(type) {
+	case *pgxpool.Pool:
+		return true
+	case *pgx.Conn:
+		return db.PgConn().TxStatus() == 'I'
+	}
+	return false
 }
 
 // pushArrays returns the identifiers, references and inputs of the stored

@@ -25,6 +25,26 @@ WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
 ORDER BY c.ordinal
 RETURNING sequence`
 
+// Append of a single task, the common push of a producer in its own
+// transaction: scalar parameters spare the server the arrays, the ordinality
+// and the sort, about a tenth of the statement's cost.
+const pushOne = `
+INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input)
+SELECT $1::text, nextval({sequence}), $2::text, $3::smallint, NULLIF($4::text, ''), NULLIF($5::text, '')
+WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
+RETURNING sequence`
+
+// pushOneAlone is pushOne for a statement that is a transaction of its own:
+// it leaves the topic check to the partition routing, whose failure (no
+// partition for the topic) mapError reports as an unknown topic. Inside a
+// caller's transaction that failure would abort the transaction, hence the
+// explicit check of pushOne there. Skipping it saves about 7% of the cost of
+// a single push.
+const pushOneAlone = `
+INSERT INTO {schema}.task (topic, identifier, state, reference, input)
+VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::text, ''))
+RETURNING sequence`
+
 // Append in bulk draws the sequences of the new tasks in one statement, then
 // copies the tasks in (COPY). The statement locks the topic's row until the
 // push commits, so that the partition stays until the copy is done; for an
@@ -252,7 +272,7 @@ LEFT JOIN (
 // queries holds the SQL of a repository, its placeholders substituted.
 type queries struct {
 	push                                        [4]string // by Insertion
-	pushSequences                               string
+	pushOne, pushOneAlone, pushSequences        string
 	poll                                        [2][2]string // by Order, then unconditional / conditional
 	pollLock, ownerExists, complete             string
 	reviveSpanReset, reviveSpanRecreate         string
@@ -280,7 +300,7 @@ func newQueries(schema string, exclusive bool) queries {
 	}
 	var q queries
 	q.push[taskapi.Append] = sub(pushInsert)
-	q.pushSequences = sub(pushSequences)
+	q.pushOne, q.pushOneAlone, q.pushSequences = sub(pushOne), sub(pushOneAlone), sub(pushSequences)
 	q.push[taskapi.Supersede] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "1")
 	q.push[taskapi.Replace] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "6")
 	q.push[taskapi.Delete] = v(pushDelete+pushInsert, "{from}", "1", "{to}", "8")

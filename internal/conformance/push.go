@@ -202,11 +202,13 @@ func testPush[Tx any](t *testing.T, b Backend[Tx]) {
 		"UnknownTopicStoresNothing": func(t *testing.T) {
 			p := ppcSetup(t, b, "t")
 			before := p.snapshot("t")
-			got, err := p.repo.Push(p.ctx, p.db, "unknown", taskapi.Append,
-				taskapi.Creation{Identifier: "a"}, taskapi.Creation{Identifier: "b"})
-			wantErr(t, err, taskapi.ErrUnknownTopic)
-			if len(got) != 0 {
-				t.Errorf("failed Push returned %v, want no tasks", got)
+			// One creation and several take different paths in a backend.
+			for _, creations := range [][]taskapi.Creation{{{Identifier: "a"}}, {{Identifier: "a"}, {Identifier: "b"}}} {
+				got, err := p.repo.Push(p.ctx, p.db, "unknown", taskapi.Append, creations...)
+				wantErr(t, err, taskapi.ErrUnknownTopic)
+				if len(got) != 0 {
+					t.Errorf("failed Push of %d returned %v, want no tasks", len(creations), got)
+				}
 			}
 			if infos := p.all("unknown"); len(infos) != 0 {
 				t.Errorf("Page(unknown) = %d tasks, want none", len(infos))
@@ -221,10 +223,12 @@ func testPush[Tx any](t *testing.T, b Backend[Tx]) {
 			if err != nil {
 				t.Fatalf("Begin: %v", err)
 			}
-			_, err = p.repo.Push(p.ctx, tx, "unknown", taskapi.Replace, taskapi.Creation{Identifier: "a"})
-			if !errors.Is(err, taskapi.ErrUnknownTopic) {
-				_ = end(false)
-				t.Fatalf("Push(unknown) in a transaction: error = %v, want %v", err, taskapi.ErrUnknownTopic)
+			for _, insertion := range []taskapi.Insertion{taskapi.Append, taskapi.Replace} {
+				_, err = p.repo.Push(p.ctx, tx, "unknown", insertion, taskapi.Creation{Identifier: "a"})
+				if !errors.Is(err, taskapi.ErrUnknownTopic) {
+					_ = end(false)
+					t.Fatalf("Push(unknown, %v) in a transaction: error = %v, want %v", insertion, err, taskapi.ErrUnknownTopic)
+				}
 			}
 			kept, err := p.repo.Push(p.ctx, tx, "t", taskapi.Append, taskapi.Creation{Identifier: "k", Input: "kept"})
 			if err != nil {
