@@ -46,13 +46,16 @@ SELECT r.sequence, r.identifier, COALESCE(r.input, '') FROM {task} AS r
 WHERE r.topic = ? AND r.state = 1
   AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
 ORDER BY r.sequence {direction} LIMIT ?{lock}`
+	// "state + 0" keeps the conditions off the partial indexes on state,
+	// so that they probe the identifier index task by task; see taskpg's
+	// pollSingular for what the planner did otherwise.
 	pollSingular = `
   AND NOT EXISTS (SELECT 1 FROM {task} AS e
                   WHERE e.topic = r.topic AND e.identifier = r.identifier
-                    AND e.state = 1 AND e.sequence {earlier} r.sequence)
+                    AND e.state + 0 = 1 AND e.sequence {earlier} r.sequence)
   AND NOT EXISTS (SELECT 1 FROM {task} AS b
                   WHERE b.topic = r.topic AND b.identifier = r.identifier
-                    AND b.state IN ({list}))`
+                    AND b.state + 0 IN ({list}))`
 	pollMark    = `UPDATE {task} SET state = 0, owner = ? WHERE topic = ? AND sequence IN ({list})`
 	ownerExists = `SELECT COUNT(*) FROM {owner} WHERE owner = ?`
 )

@@ -104,13 +104,19 @@ WHERE t.topic = $1 AND t.ctid = ANY (ARRAY(
     ORDER BY r.sequence {direction} LIMIT $3
     FOR UPDATE OF r{skip}))
 RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
+	// The conditions must probe the identifier index, task by task. With
+	// no statistics, or statistics taken while no task was Ready, the
+	// planner rather walked the whole ready index (or the active one) for
+	// every candidate: 2.8 s for a poll of 100 with 200,000 Ready tasks,
+	// against 2 ms. "state + 0" matches no partial index predicate, which
+	// leaves the identifier index as the only index that fits.
 	pollSingular = `
       AND NOT EXISTS (SELECT FROM {schema}.task AS e
                       WHERE e.topic = $1 AND e.identifier = r.identifier
-                        AND e.state = 1 AND e.sequence {earlier} r.sequence)
+                        AND e.state + 0 = 1 AND e.sequence {earlier} r.sequence)
       AND NOT EXISTS (SELECT FROM {schema}.task AS b
                       WHERE b.topic = $1 AND b.identifier = r.identifier
-                        AND b.state = ANY ($4::smallint[]))`
+                        AND b.state + 0 = ANY ($4::smallint[]))`
 	// The two-key form keeps clear of the one-key advisory locks of others
 	// (goose's among them); 1952543595 is "task" in ASCII.
 	pollLock    = `SELECT pg_advisory_xact_lock(1952543595, hashtext($1))`
