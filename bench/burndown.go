@@ -80,25 +80,29 @@ func (b *bench) riverBurndown(ctx context.Context, pool *pgxpool.Pool, prepare f
 type trap struct {
 	key, name, note string
 	after           func(ctx context.Context, pool *pgxpool.Pool, b *bench, repo *taskpg.Repository) error
+	opts            []taskapi.PollOption // of the measured polls
 }
 
 // traps are run on taskrepo only, each with autovacuum off for the topic's
 // partition so that the condition lasts the whole burn-down.
 var traps = []trap{
 	{"trap_nostats", "burn-down, no statistics", "the partition was never analyzed",
-		func(context.Context, *pgxpool.Pool, *bench, *taskpg.Repository) error { return nil }},
+		func(context.Context, *pgxpool.Pool, *bench, *taskpg.Repository) error { return nil }, nil},
 	{"trap_stale", "burn-down, stale statistics", "ANALYZE right after the load, while every task was Ready",
 		func(ctx context.Context, pool *pgxpool.Pool, _ *bench, _ *taskpg.Repository) error {
 			_, err := pool.Exec(ctx, "ANALYZE "+partition())
 			return err
-		}},
+		}, nil},
 	{"trap_novacuum", "burn-down, autovacuum behind", "a queue of the same size burnt down before, never vacuumed",
 		func(ctx context.Context, pool *pgxpool.Pool, b *bench, repo *taskpg.Repository) error {
 			if _, _, err := taskBurn(ctx, pool, b.scale.consumers, b.scale.timeout); err != nil {
 				return err
 			}
 			return taskPush(ctx, repo, pool, taskapi.Append, b.scale.burn, pushBatch, uniqueIdentifier)
-		}},
+		}, nil},
+	{"trap_singular", "burn-down, SingularByIdentifier, no statistics", "conditional polls (serialized per topic), the partition never analyzed",
+		func(context.Context, *pgxpool.Pool, *bench, *taskpg.Repository) error { return nil },
+		[]taskapi.PollOption{taskapi.SingularByIdentifier}},
 }
 
 // runTraps measures taskrepo's burn-down under each trap.
@@ -132,7 +136,7 @@ func (b *bench) taskTrap(ctx context.Context, pool *pgxpool.Pool, t trap) (resul
 		return result{}, err
 	}
 	return measure(ctx, pool, func() (int, string, error) {
-		return taskBurn(ctx, pool, b.scale.consumers, b.scale.timeout)
+		return taskBurn(ctx, pool, b.scale.consumers, b.scale.timeout, t.opts...)
 	})
 }
 

@@ -152,16 +152,17 @@ type consumer struct {
 	repo        *taskpg.Repository
 	pool        *pgxpool.Pool
 	start, done *latencies // nil: not recorded
+	opts        []taskapi.PollOption
 }
 
-func newConsumers(ctx context.Context, pool *pgxpool.Pool, n int, start, done *latencies) ([]*consumer, error) {
+func newConsumers(ctx context.Context, pool *pgxpool.Pool, n int, start, done *latencies, opts ...taskapi.PollOption) ([]*consumer, error) {
 	cs := make([]*consumer, n)
 	for i := range cs {
 		repo, err := registered(ctx, pool, fmt.Sprintf("bench-consumer-%d", i))
 		if err != nil {
 			return nil, err
 		}
-		cs[i] = &consumer{repo: repo, pool: pool, start: start, done: done}
+		cs[i] = &consumer{repo: repo, pool: pool, start: start, done: done, opts: opts}
 	}
 	return cs, nil
 }
@@ -170,7 +171,7 @@ func newConsumers(ctx context.Context, pool *pgxpool.Pool, n int, start, done *l
 // returns how many tasks it completed. Each call on the pool is a
 // transaction of its own.
 func (c *consumer) step(ctx context.Context) (int, error) {
-	tasks, err := c.repo.Poll(ctx, c.pool, topic, pollSize)
+	tasks, err := c.repo.Poll(ctx, c.pool, topic, pollSize, c.opts...)
 	if err != nil || len(tasks) == 0 {
 		return 0, err
 	}
@@ -201,10 +202,11 @@ func (c *consumer) record(tasks []taskapi.Task, polled, completed time.Time) {
 	}
 }
 
-// taskBurn works the queue with consumers until a poll comes back empty or
-// timeout passes, and returns how many tasks were completed.
-func taskBurn(ctx context.Context, pool *pgxpool.Pool, consumers int, timeout time.Duration) (int, string, error) {
-	cs, err := newConsumers(ctx, pool, consumers, nil, nil)
+// taskBurn works the queue with consumers, polling with opts, until a poll
+// comes back empty or timeout passes, and returns how many tasks were
+// completed.
+func taskBurn(ctx context.Context, pool *pgxpool.Pool, consumers int, timeout time.Duration, opts ...taskapi.PollOption) (int, string, error) {
+	cs, err := newConsumers(ctx, pool, consumers, nil, nil, opts...)
 	if err != nil {
 		return 0, "", err
 	}
