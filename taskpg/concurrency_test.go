@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskpg"
 )
@@ -58,11 +60,28 @@ func TestExclusiveWaitsForLockedRows(t *testing.T) {
 	}
 }
 
-// Conditional pollers, FIFO and LIFO, on a pool never hold two tasks of one
-// identifier at once, and all of them get processed.
+// otherDB is a DB that is none of pgx's own types, as a wrapper that traces
+// or counts calls would be: conditional polls then take the general path.
+type otherDB struct{ taskpg.DB }
+
+// Conditional pollers, FIFO and LIFO, never hold two tasks of one identifier
+// at once, and all of them get processed.
 func TestConditionalPollersNeverShareAnIdentifier(t *testing.T) {
 	t.Parallel()
-	db, repo := setup(t, "t")
+	for name, handle := range map[string]func(*pgxpool.Pool) taskpg.DB{
+		"pool":     func(p *pgxpool.Pool) taskpg.DB { return p },
+		"other DB": func(p *pgxpool.Pool) taskpg.DB { return otherDB{p} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool, repo := setup(t, "t")
+			conditionalPollers(t, handle(pool), repo)
+		})
+	}
+}
+
+func conditionalPollers(t *testing.T, db taskpg.DB, repo *taskpg.Repository) {
+	t.Helper()
 	const identifiers, perIdentifier, workers = 8, 25, 8
 	var creations []taskapi.Creation
 	for i := range identifiers * perIdentifier {

@@ -48,5 +48,12 @@
 //
 // PostgreSQL plans the queries from the statistics of each partition, which
 // autovacuum gathers soon after a topic gets its first tasks. After loading
-// many tasks into a new topic, call Refresh to gather them at once.
+// many tasks into a new topic, call Refresh to gather them at once. Polls and
+// completions do not depend on it: their statements are written so that the
+// planner keeps them on their indexes with missing or stale statistics, and
+// they are planned on every call (never from a prepared statement's generic
+// plan, which fits the table as it was when the plan was made). A
+// conditional poll sends the lock and the poll in one round trip on pgx's
+// own types; on any other implementation of DB it runs them in a
+// transaction of its own, a few round trips more.
 package taskpg

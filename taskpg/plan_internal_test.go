@@ -190,3 +190,43 @@ func burnDown(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 		}
 	}
 }
+
+// A generic plan, made once and kept for the life of a prepared statement,
+// fits the table as it was then: one made while the partition was small
+// scanned it whole on every later poll. Polls and completions are planned
+// per call, for the table as it is.
+func TestHotStatementsAreNeverGeneric(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testdb.Postgres(t)
+	repo := planSetup(t, pool)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	db := conn.Conn()
+	for i := range 20 { // PostgreSQL considers a generic plan from the sixth run on
+		for _, condition := range []taskapi.Condition{taskapi.Unconditional, taskapi.SingularByIdentifier} {
+			if _, err := repo.Push(ctx, db, "plan", taskapi.Append, taskapi.Creation{Identifier: fmt.Sprint("id-", i, condition)}); err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := repo.Poll(ctx, db, "plan", 10, condition)
+			if err != nil || len(tasks) != 1 {
+				t.Fatalf("Poll(%v): %v, %v", condition, tasks, err)
+			}
+			if err := repo.Complete(ctx, db, "plan", taskapi.Completion{Task: tasks[0], Decision: taskapi.Decision{Result: taskapi.Success}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rows, _ := db.Query(ctx, `SELECT statement FROM pg_prepared_statements
+WHERE generic_plans > 0 AND statement ~* '^\s*(WITH .*)?UPDATE'`)
+	generic, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, statement := range generic {
+		t.Errorf("ran from a generic plan:%s", statement)
+	}
+}

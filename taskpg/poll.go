@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -49,19 +52,84 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, or
 		rows, _ := db.Query(ctx, r.q.poll[order][0], pgx.QueryExecModeExec, topic, r.owner, size)
 		return pgx.CollectRows(rows, scanTask)
 	}
-	// Two statements of one batch: the poll's snapshot is taken once the
-	// lock is held. Outside a transaction the batch runs in an implicit
-	// one, which holds the lock until the poll is committed.
-	var tasks []taskapi.Task
-	b := &pgx.Batch{}
 	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
-	b.Queue(r.q.pollLock, r.schema+"."+topic)
-	b.Queue(r.q.poll[order][1], topic, r.owner, size, blocking).Query(func(rows pgx.Rows) (err error) {
+	if conn, release, ok := pgConn(ctx, db); ok {
+		defer release()
+		return r.pollLocked(ctx, conn, topic, size, r.q.poll[order][1], blocking)
+	}
+	var tasks []taskapi.Task
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, r.q.pollLock, r.lockKey(topic)); err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, r.q.poll[order][1], pgx.QueryExecModeExec, topic, r.owner, size, blocking)
+		var err error
 		tasks, err = pgx.CollectRows(rows, scanTask)
 		return err
 	})
-	err := db.SendBatch(ctx, b).Close()
 	return tasks, err
+}
+
+// pollLocked takes the topic's advisory lock and runs the conditional poll
+// query in one round trip: two statements in a pipeline that ends in one
+// Sync. Outside a transaction they share an implicit one, which holds the
+// lock until the poll is committed, and the poll's snapshot is taken once
+// the lock is held. Both are unnamed statements, planned per call like the
+// unconditional poll; a pgx.Batch would run them from prepared statements,
+// whose generic plan PostgreSQL keeps once it has chosen it.
+func (r *Repository) pollLocked(ctx context.Context, conn *pgconn.PgConn, topic string, size int, query string, blocking []int16) ([]taskapi.Task, error) {
+	b := &pgconn.Batch{}
+	b.ExecParams(r.q.pollLock, [][]byte{[]byte(r.lockKey(topic))}, nil, nil, nil)
+	b.ExecParams(query, [][]byte{[]byte(topic), []byte(r.owner), strconv.AppendInt(nil, int64(size), 10), arrayText(blocking)}, nil, nil, nil)
+	results, err := conn.ExecBatch(ctx, b).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	rows := results[len(results)-1].Rows
+	tasks := make([]taskapi.Task, len(rows))
+	for i, row := range rows { // in text format: sequence, identifier, input
+		if tasks[i].Sequence, err = strconv.ParseInt(string(row[0]), 10, 64); err != nil {
+			return nil, fmt.Errorf("sequence %q: %w", row[0], err)
+		}
+		tasks[i].Identifier, tasks[i].Input = string(row[1]), string(row[2])
+	}
+	return tasks, nil
+}
+
+// lockKey is the text whose hash keys the advisory lock of a topic's
+// conditional polls, shared with taskansi.
+func (r *Repository) lockKey(topic string) string {
+	return r.schema + "." + topic
+}
+
+// pgConn returns the connection under db, idle between statements, and a
+// function that hands it back; false for a DB that is none of pgx's.
+func pgConn(ctx context.Context, db DB) (*pgconn.PgConn, func(), bool) {
+	switch db := db.(type) {
+	case *pgxpool.Pool:
+		c, err := db.Acquire(ctx)
+		if err != nil {
+			return nil, nil, false // the fallback reports the error
+		}
+		return c.Conn().PgConn(), c.Release, true
+	case *pgx.Conn:
+		return db.PgConn(), func() {}, true
+	case interface{ Conn() *pgx.Conn }: // pgx.Tx
+		return db.Conn().PgConn(), func() {}, true
+	}
+	return nil, nil, false
+}
+
+// arrayText writes ordinals as a PostgreSQL array literal.
+func arrayText(ords []int16) []byte {
+	b := []byte{'{'}
+	for i, o := range ords {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(o), 10)
+	}
+	return append(b, '}')
 }
 
 // mustExist returns ErrUnknownOwner unless this owner is registered.
