@@ -59,7 +59,7 @@ var (
 	fullScale = scale{
 		bulk: 200_000, single: 5_000, burn: 200_000, growthOld: 2_000_000,
 		continuous: 20 * time.Second, pacedRate: 10_000,
-		consumers: 4, producers: 2, singleProducers: 8, singleRounds: 3,
+		consumers: 4, producers: 2, singleProducers: 8, singleRounds: 5,
 		riverWorkers: 2000, riverLatencyWorkers: 1000, timeout: 3 * time.Minute,
 	}
 	quickScale = scale{
