@@ -48,7 +48,7 @@ type scale struct {
 	pacedRate                     int           // tasks/s of the paced run
 	consumers, producers          int           // continuous and burn-down
 	singleProducers               int           // concurrent single pushes
-	singleRounds                  int           // rounds of single pushes, the median reported
+	bulkRounds, singleRounds      int           // rounds of bulk and single pushes, the median reported
 	riverWorkers                  int           // River's MaxWorkers for burn-downs
 	riverLatencyWorkers           int           // River's MaxWorkers for continuous runs
 	timeout                       time.Duration // longest burn-down before it is cut short
@@ -59,13 +59,13 @@ var (
 	fullScale = scale{
 		bulk: 200_000, single: 5_000, burn: 200_000, growthOld: 2_000_000,
 		continuous: 20 * time.Second, pacedRate: 10_000,
-		consumers: 4, producers: 2, singleProducers: 8, singleRounds: 5,
+		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 3, singleRounds: 5,
 		riverWorkers: 2000, riverLatencyWorkers: 1000, timeout: 3 * time.Minute,
 	}
 	quickScale = scale{
 		bulk: 20_000, single: 1_000, burn: 10_000, growthOld: 100_000,
 		continuous: 2 * time.Second, pacedRate: 10_000,
-		consumers: 4, producers: 2, singleProducers: 8, singleRounds: 1,
+		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 1, singleRounds: 1,
 		riverWorkers: 2000, riverLatencyWorkers: 1000, timeout: 4 * time.Second,
 	}
 )

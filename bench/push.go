@@ -19,16 +19,16 @@ import (
 const pushBatch = 1000
 
 // runBulk measures Append in batches of 1,000 against River's InsertManyFast
-// (COPY) in batches of 1,000.
+// (COPY) in batches of 1,000, one producer each.
 func runBulk(ctx context.Context, b *bench) error {
-	n := b.scale.bulk
+	n, rounds := b.scale.bulk, b.scale.bulkRounds
 	task, err := b.side(ctx, "bulk", "taskrepo", func(pool *pgxpool.Pool) (result, error) {
 		repo, err := setupTaskrepo(ctx, pool)
 		if err != nil {
 			return result{}, err
 		}
-		return measure(ctx, pool, func() (int, string, error) {
-			return n, "", taskPush(ctx, repo, pool, taskapi.Append, n, pushBatch, uniqueIdentifier)
+		return median(ctx, pool, pushBatch, n, rounds, func(n int) error {
+			return taskPush(ctx, repo, pool, taskapi.Append, n, pushBatch, uniqueIdentifier)
 		})
 	})
 	if err != nil {
@@ -42,8 +42,8 @@ func runBulk(ctx context.Context, b *bench) error {
 		if err != nil {
 			return result{}, err
 		}
-		return measure(ctx, pool, func() (int, string, error) {
-			return n, "", riverPush(ctx, client, n, pushBatch)
+		return median(ctx, pool, pushBatch, n, rounds, func(n int) error {
+			return riverPush(ctx, client, n, pushBatch)
 		})
 	})
 	if err != nil {
@@ -122,7 +122,9 @@ func singleSides(ctx context.Context, b *bench, scenario string, taskPush single
 		if err != nil {
 			return result{}, err
 		}
-		return singleRounds(ctx, b, pool, func(n int) error { return taskPush(ctx, repo, pool, n, producers) })
+		return median(ctx, pool, 10*producers, b.scale.single, b.scale.singleRounds, func(n int) error {
+			return taskPush(ctx, repo, pool, n, producers)
+		})
 	})
 	if err != nil {
 		return task, riv, err
@@ -135,34 +137,35 @@ func singleSides(ctx context.Context, b *bench, scenario string, taskPush single
 		if err != nil {
 			return result{}, err
 		}
-		return singleRounds(ctx, b, pool, func(n int) error { return riverPush(ctx, client, pool, n, producers) })
+		return median(ctx, pool, 10*producers, b.scale.single, b.scale.singleRounds, func(n int) error {
+			return riverPush(ctx, client, pool, n, producers)
+		})
 	})
 	return task, riv, err
 }
 
-// singleRounds warms the pool up with a few pushes per producer, so that
-// connecting and preparing statements are not timed, then measures the
-// scale's rounds of single pushes and returns the median round. A round of
-// 5,000 single pushes lasts about half a second, short enough for one
-// checkpoint or neighbour to swing it.
-func singleRounds(ctx context.Context, b *bench, pool *pgxpool.Pool, push func(n int) error) (result, error) {
-	if err := push(10 * b.scale.singleProducers); err != nil {
+// median warms the pool up with a push of warm tasks, so that connecting and
+// preparing statements are not timed, then measures rounds pushes of n tasks
+// into the same table and returns the median round. A round lasts about a
+// second or less, short enough for one checkpoint or neighbour to swing it.
+func median(ctx context.Context, pool *pgxpool.Pool, warm, n, rounds int, push func(n int) error) (result, error) {
+	if err := push(warm); err != nil {
 		return result{}, err
 	}
-	rounds := make([]result, b.scale.singleRounds)
-	for i := range rounds {
+	results := make([]result, rounds)
+	for i := range results {
 		r, err := measure(ctx, pool, func() (int, string, error) {
-			return b.scale.single, "", push(b.scale.single)
+			return n, "", push(n)
 		})
 		if err != nil {
 			return result{}, err
 		}
-		rounds[i] = r
+		results[i] = r
 	}
-	slices.SortFunc(rounds, func(a, b result) int { return cmp.Compare(a.rate(), b.rate()) })
-	median := rounds[len(rounds)/2]
-	if len(rounds) > 1 {
-		median.note = fmt.Sprintf("median of %d rounds", len(rounds))
+	slices.SortFunc(results, func(a, b result) int { return cmp.Compare(a.rate(), b.rate()) })
+	m := results[len(results)/2]
+	if len(results) > 1 {
+		m.note = fmt.Sprintf("median of %d rounds", len(results))
 	}
-	return median, nil
+	return m, nil
 }
