@@ -79,11 +79,8 @@ func (r *Repository) pollStatement(order taskapi.Order, condition taskapi.Condit
 func checkCompletePages(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 	t.Helper()
 	ctx := t.Context()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	tx, rollback := begin(t, db)
+	defer rollback()
 	tasks, err := repo.Poll(ctx, tx, "plan", planBatch)
 	if err != nil || len(tasks) != planBatch {
 		t.Fatalf("Poll: %d tasks, %v", len(tasks), err)
@@ -102,11 +99,8 @@ func checkCompletePages(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 func checkPages(t *testing.T, db DB, what, query string, args []any) {
 	t.Helper()
 	ctx := t.Context()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	tx, rollback := begin(t, db)
+	defer rollback()
 	active := func() (n int) {
 		t.Helper()
 		if err := tx.QueryRow(ctx, "SELECT count(*) FROM public.task WHERE state = 0").Scan(&n); err != nil {
@@ -134,6 +128,16 @@ func checkPages(t *testing.T, db DB, what, query string, args []any) {
 	if pages := plan[0].Plan.Hit + plan[0].Plan.Read; pages > pagesPerTask*planBatch {
 		t.Errorf("%s touched %d pages for %d tasks, want at most %d per task", what, pages, planBatch, pagesPerTask)
 	}
+}
+
+// begin begins a transaction on db and returns it with its rollback.
+func begin(t *testing.T, db DB) (pgx.Tx, func()) {
+	t.Helper()
+	tx, err := db.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx, func() { _ = tx.Rollback(context.WithoutCancel(t.Context())) }
 }
 
 func planSetup(t *testing.T, db *pgxpool.Pool) *Repository {
