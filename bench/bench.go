@@ -120,6 +120,6 @@ func (b *bench) side(ctx context.Context, scenario, side string, run func(pool *
 	if err != nil {
 		return result{}, fmt.Errorf("%s: %w", side, err)
 	}
-	fmt.Fprintf(os.Stderr, "   %-8s %8d tasks in %7.2fs = %9.0f tasks/s %s\n", side, r.tasks, r.elapsed.Seconds(), r.rate(), r.note)
+	fmt.Fprintf(os.Stderr, "   %-14s %8d tasks in %7.2fs = %9.0f tasks/s %s\n", side, r.tasks, r.elapsed.Seconds(), r.rate(), r.note)
 	return r, nil
 }

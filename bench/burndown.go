@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -11,7 +12,8 @@ import (
 )
 
 // runBurndown measures working a full queue: taskrepo with consumers polling
-// batches of 100 and completing them, River with its client and MaxWorkers.
+// batches of 100 and completing them, then through taskproc, River tuned as
+// river bench runs it and with its default fetch settings.
 func runBurndown(ctx context.Context, b *bench) error {
 	task, err := b.side(ctx, "burndown", "taskrepo", func(pool *pgxpool.Pool) (result, error) {
 		return b.taskBurndown(ctx, pool, nil)
@@ -19,19 +21,75 @@ func runBurndown(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	river, err := b.side(ctx, "burndown", "river", func(pool *pgxpool.Pool) (result, error) {
-		return b.riverBurndown(ctx, pool, nil)
+	proc, err := b.side(ctx, "burndown", "taskproc", func(pool *pgxpool.Pool) (result, error) {
+		return b.procBurndown(ctx, pool, b.scale.proc)
 	})
 	if err != nil {
 		return err
 	}
-	b.burn, b.riverBurn = &task, &river
-	b.report.throughput("burndown", fmt.Sprintf("burn-down, %d consumers (b%d)", b.scale.consumers, pollSize), &task, &river, 1.3,
-		fmt.Sprintf("taskrepo: %d consumers, poll and complete in separate transactions; River: MaxWorkers %d",
-			b.scale.consumers, b.scale.riverWorkers))
-	b.report.missing("burndown_taskproc", "burn-down through taskproc", "tasks/s", "n/a (taskproc not built yet)")
-	b.report.costs("burndown", "burn-down", &task, &river)
+	alike := procConfig{clients: b.scale.consumers, size: pollSize, pollers: 1}
+	procAlike, err := b.side(ctx, "burndown", "taskproc-alike", func(pool *pgxpool.Pool) (result, error) {
+		return b.procBurndown(ctx, pool, alike)
+	})
+	if err != nil {
+		return err
+	}
+	rivers, err := b.riverSides(ctx, "burndown", func(pool *pgxpool.Pool, t riverTuning) (result, error) {
+		return b.riverBurndown(ctx, pool, t, nil)
+	})
+	if err != nil {
+		return err
+	}
+	b.burn, b.riverBurn = &task, rivers.tuned
+	b.report.throughput("burndown", fmt.Sprintf("burn-down, %d consumers (b%d)", b.scale.consumers, pollSize), &task, rivers, 1.3,
+		fmt.Sprintf("taskrepo: %d consumers, poll and complete in separate transactions; %s", b.scale.consumers, rivers.note()))
+	b.report.costs("burndown", "burn-down", &task, rivers)
+	b.report.throughput("burndown_taskproc", fmt.Sprintf("burn-down through taskproc, %s", b.scale.proc.short()), &proc, rivers, 1.5,
+		fmt.Sprintf("taskproc: %s; %s", b.scale.proc, rivers.note()))
+	b.report.share("burndown_taskproc_share", "burn-down through taskproc ÷ repository burn-down", &proc, &task, 0.9,
+		fmt.Sprintf("the row above divided by the repository-level burn-down (%d consumers, b%d) of the same run", b.scale.consumers, pollSize))
+	b.report.costs("burndown_taskproc", "burn-down through taskproc", &proc, rivers)
+	b.report.relative("burndown_taskproc_alike", "burn-down through taskproc, "+alike.short(), &procAlike, b.burn,
+		fmt.Sprintf("shaped as the repository-level consumers: %s", alike))
 	return nil
+}
+
+// riverSides runs one side of a scenario for River tuned as river bench runs
+// it and one for River with its default fetch settings.
+func (b *bench) riverSides(ctx context.Context, scenario string, run func(pool *pgxpool.Pool, t riverTuning) (result, error)) (rivers, error) {
+	var rs rivers
+	for _, side := range []struct {
+		name   string
+		tuning riverTuning
+		into   **result
+	}{{"river", riverTuned, &rs.tuned}, {"river-defaults", riverDefaults, &rs.defaults}} {
+		r, err := b.side(ctx, scenario, side.name, func(pool *pgxpool.Pool) (result, error) { return run(pool, side.tuning) })
+		if err != nil {
+			return rs, err
+		}
+		*side.into = &r
+	}
+	return rs, nil
+}
+
+// procBurndown loads the queue of taskBurndown and measures its burn-down
+// through taskproc run as cfg.
+func (b *bench) procBurndown(ctx context.Context, pool *pgxpool.Pool, cfg procConfig) (result, error) {
+	repo, err := setupTaskrepo(ctx, pool)
+	if err != nil {
+		return result{}, err
+	}
+	if err := taskPush(ctx, repo, pool, taskapi.Append, b.scale.burn, pushBatch, uniqueIdentifier); err != nil {
+		return result{}, err
+	}
+	p, err := newProcRun(pool, cfg, b.scale.burn, nil, nil)
+	if err != nil {
+		return result{}, err
+	}
+	r, err := measure(ctx, pool, func() (int, string, error) {
+		return p.burn(ctx, b.scale.timeout)
+	})
+	return r, errors.Join(err, p.stop())
 }
 
 // taskBurndown loads a full queue, lets prepare set the stage, and measures
@@ -54,8 +112,9 @@ func (b *bench) taskBurndown(ctx context.Context, pool *pgxpool.Pool, prepare fu
 	})
 }
 
-// riverBurndown is taskBurndown for River.
-func (b *bench) riverBurndown(ctx context.Context, pool *pgxpool.Pool, prepare func() error) (result, error) {
+// riverBurndown is taskBurndown for River tuned as t. The client is stopped
+// once the clock has stopped.
+func (b *bench) riverBurndown(ctx context.Context, pool *pgxpool.Pool, t riverTuning, prepare func() error) (result, error) {
 	if err := setupRiver(ctx, pool); err != nil {
 		return result{}, err
 	}
@@ -64,13 +123,14 @@ func (b *bench) riverBurndown(ctx context.Context, pool *pgxpool.Pool, prepare f
 			return result{}, err
 		}
 	}
-	client, err := newRiverClient(pool, b.scale.riverWorkers, nil)
+	client, err := newRiverClient(pool, t, nil)
 	if err != nil {
 		return result{}, err
 	}
 	if err := riverPush(ctx, client, b.scale.burn, pushBatch); err != nil {
 		return result{}, err
 	}
+	defer stopRiver(client)
 	return measure(ctx, pool, func() (int, string, error) {
 		return riverBurn(ctx, client, b.scale.burn, b.scale.timeout)
 	})
@@ -141,7 +201,8 @@ func (b *bench) taskTrap(ctx context.Context, pool *pgxpool.Pool, t trap) (resul
 }
 
 // runGrowth repeats the burn-down with many completed tasks already in the
-// topic (stored through SQL, then vacuumed and analyzed).
+// topic (stored through SQL, then vacuumed and analyzed), for taskrepo and
+// River tuned as river bench runs it.
 func runGrowth(ctx context.Context, b *bench) error {
 	old := b.scale.growthOld
 	task, err := b.side(ctx, "growth", "taskrepo", func(pool *pgxpool.Pool) (result, error) {
@@ -151,13 +212,13 @@ func runGrowth(ctx context.Context, b *bench) error {
 		return err
 	}
 	river, err := b.side(ctx, "growth", "river", func(pool *pgxpool.Pool) (result, error) {
-		return b.riverBurndown(ctx, pool, func() error { return riverGrowth(ctx, pool, old) })
+		return b.riverBurndown(ctx, pool, riverTuned, func() error { return riverGrowth(ctx, pool, old) })
 	})
 	if err != nil {
 		return err
 	}
-	b.report.throughput("growth", fmt.Sprintf("burn-down with %s completed tasks", abbreviate(old)), &task, &river, 0,
-		"old rows stored completed through SQL, then VACUUM ANALYZE")
+	b.report.throughput("growth", fmt.Sprintf("burn-down with %s completed tasks", abbreviate(old)), &task, rivers{tuned: &river}, 0,
+		"old rows stored completed through SQL, then VACUUM ANALYZE; River "+riverTuned.name+" only")
 	b.report.growth("growth_ratio", "growth ÷ empty burn-down", &task, &river, b.burn, b.riverBurn, 0.9)
 	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
 )
 
 // contBatch is the batch of the producers in the continuous runs.
@@ -17,30 +20,44 @@ const contBatch = 100
 
 // runContinuous measures producers and consumers at work together, flat out
 // and paced, for a fixed time: completed tasks per second and the latency
-// from push to start and to committed completion.
+// from push to start and to committed completion. taskrepo works with its
+// own consumers and through taskproc, River tuned as river bench runs it and
+// with its default fetch settings.
 func runContinuous(ctx context.Context, b *bench) error {
 	for _, rate := range []int{0, b.scale.pacedRate} {
-		key, name := "flat", "continuous, flat out"
+		key, name, target := "flat", "continuous, flat out", 1.5
 		if rate > 0 {
-			key, name = "paced", fmt.Sprintf("continuous, paced at %s tasks/s", abbreviate(rate))
+			key, name, target = "paced", fmt.Sprintf("continuous, paced at %s tasks/s", abbreviate(rate)), 0
 		}
-		task, err := b.side(ctx, "continuous_"+key, "taskrepo", func(pool *pgxpool.Pool) (result, error) {
+		scenario := "continuous_" + key
+		task, err := b.side(ctx, scenario, "taskrepo", func(pool *pgxpool.Pool) (result, error) {
 			return b.taskContinuous(ctx, pool, rate)
 		})
 		if err != nil {
 			return err
 		}
-		river, err := b.side(ctx, "continuous_"+key, "river", func(pool *pgxpool.Pool) (result, error) {
-			return b.riverContinuous(ctx, pool, rate)
+		proc, err := b.side(ctx, scenario, "taskproc", func(pool *pgxpool.Pool) (result, error) {
+			return b.procContinuous(ctx, pool, rate)
 		})
 		if err != nil {
 			return err
 		}
-		b.report.throughput("continuous_"+key, name+", completed", &task, &river, 0,
-			fmt.Sprintf("%d producers pushing batches of %d for %s; taskrepo: %d consumers; River: MaxWorkers %d",
-				b.scale.producers, contBatch, b.scale.continuous, b.scale.consumers, b.scale.riverLatencyWorkers))
-		b.report.latency("continuous_"+key, name, &task, &river)
-		b.report.costs("continuous_"+key, name, &task, &river)
+		rivers, err := b.riverSides(ctx, scenario, func(pool *pgxpool.Pool, t riverTuning) (result, error) {
+			return b.riverContinuous(ctx, pool, t, rate)
+		})
+		if err != nil {
+			return err
+		}
+		about := fmt.Sprintf("%d producers pushing batches of %d for %s", b.scale.producers, contBatch, b.scale.continuous)
+		b.report.throughput(scenario, name+", completed", &task, rivers, 0,
+			fmt.Sprintf("%s; taskrepo: %d consumers; %s", about, b.scale.consumers, rivers.note()))
+		b.report.latency(scenario, name, &task, rivers)
+		b.report.costs(scenario, name, &task, rivers)
+		procName := strings.Replace(name, "continuous", "continuous through taskproc", 1)
+		b.report.throughput(scenario+"_taskproc", procName+", completed", &proc, rivers, target,
+			fmt.Sprintf("%s; taskproc: %s; %s", about, b.scale.proc, rivers.note()))
+		b.report.latency(scenario+"_taskproc", procName, &proc, rivers)
+		b.report.costs(scenario+"_taskproc", procName, &proc, rivers)
 	}
 	return nil
 }
@@ -108,10 +125,7 @@ func (b *bench) taskContinuous(ctx context.Context, pool *pgxpool.Pool, rate int
 		}
 		var pushed int
 		g.Go(func() (err error) {
-			pushed, err = produce(over, b.scale.producers, rate, func() error {
-				_, err := repo.Push(ctx, pool, topic, taskapi.Append, creations(0, contBatch, uniqueIdentifier)...)
-				return err
-			})
+			pushed, err = b.taskProduce(ctx, repo, pool, over, rate)
 			return err
 		})
 		err := g.Wait()
@@ -119,6 +133,43 @@ func (b *bench) taskContinuous(ctx context.Context, pool *pgxpool.Pool, rate int
 	})
 	r.start, r.done = start, done
 	return r, err
+}
+
+// taskProduce runs the scale's producers, pushing to taskrepo at rate (0:
+// flat out) until over is closed, and returns how many tasks they pushed.
+func (b *bench) taskProduce(ctx context.Context, repo *taskpg.Repository, pool *pgxpool.Pool, over <-chan struct{}, rate int) (int, error) {
+	return produce(over, b.scale.producers, rate, func() error {
+		_, err := repo.Push(ctx, pool, topic, taskapi.Append, creations(0, contBatch, uniqueIdentifier)...)
+		return err
+	})
+}
+
+// procContinuous runs taskrepo's producers and taskproc's Clients, started
+// beforehand, for the scale's time; the Clients are stopped once the clock
+// has stopped.
+func (b *bench) procContinuous(ctx context.Context, pool *pgxpool.Pool, rate int) (result, error) {
+	repo, err := setupTaskrepo(ctx, pool)
+	if err != nil {
+		return result{}, err
+	}
+	start, done := &latencies{}, &latencies{}
+	p, err := newProcRun(pool, b.scale.proc, 0, start, done)
+	if err != nil {
+		return result{}, err
+	}
+	if err := p.start(ctx); err != nil {
+		return result{}, errors.Join(err, p.stop())
+	}
+	r, err := measure(ctx, pool, func() (int, string, error) {
+		over, release := closeAfter(b.scale.continuous)
+		defer release()
+		p.heard.recording.Store(true)
+		pushed, err := b.taskProduce(ctx, repo, pool, over, rate)
+		p.heard.recording.Store(false)
+		return done.count(), pushedNote(pushed, b.scale.continuous), errors.Join(err, p.heard.failure())
+	})
+	r.start, r.done = start, done
+	return r, errors.Join(err, p.stop())
 }
 
 // consume polls and completes until over is closed, pausing after empty
@@ -139,14 +190,14 @@ func consume(ctx context.Context, c *consumer, over <-chan struct{}) error {
 	return nil
 }
 
-// riverContinuous runs River's producers and its started client for the
-// scale's time.
-func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, rate int) (result, error) {
+// riverContinuous runs River's producers and its started client, tuned as
+// t, for the scale's time.
+func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, t riverTuning, rate int) (result, error) {
 	if err := setupRiver(ctx, pool); err != nil {
 		return result{}, err
 	}
 	start, done := &latencies{}, &latencies{}
-	client, err := newRiverClient(pool, b.scale.riverLatencyWorkers, start)
+	client, err := newRiverClient(pool, t, start)
 	if err != nil {
 		return result{}, err
 	}

@@ -2,13 +2,18 @@
 // server: bulk and single pushes, a burn-down of a full queue, continuous
 // load flat out and paced, the burn-down next to 2M old rows, the poll traps
 // (no statistics, stale statistics, autovacuum behind) and the server's cost
-// per task. Every scenario runs in a database of its own, created for it and
-// dropped afterwards, taskrepo first and River second, never both at once.
+// per task. taskrepo works the queue with consumers of its own that poll and
+// complete, and through its consumer runtime, taskproc; River runs tuned as
+// its own benchmark (river bench) runs it, the reference of every ratio, and
+// with its default fetch settings. Every scenario runs in a database of its
+// own, created for it and dropped afterwards, one side after the other,
+// never two at once.
 //
-//	cd bench && go run . [--quick] [--database URL] [--only bulk,single,...]
+//	cd bench && go run . [--quick] [--database URL] [--only bulk,single,...] [--taskproc clients=1,size=500,...]
 //
-// It prints one table (taskrepo, River, the ratio and the issue's target),
-// writes the same as JSON, draws a bar chart and compares with a baseline.
+// It prints one table (taskrepo, River tuned and with its defaults, the
+// ratio and the issue's target), writes the same as JSON, draws a bar chart
+// and compares with a baseline.
 package main
 
 import (
@@ -49,10 +54,12 @@ type scale struct {
 	consumers, producers          int           // continuous and burn-down
 	singleProducers               int           // concurrent single pushes
 	bulkRounds, singleRounds      int           // rounds of bulk and single pushes, the median reported
-	riverWorkers                  int           // River's MaxWorkers for burn-downs
-	riverLatencyWorkers           int           // River's MaxWorkers for continuous runs
 	timeout                       time.Duration // longest burn-down before it is cut short
+	proc                          procConfig    // how taskproc runs, in burn-downs and continuous runs
 }
+
+// defaultProc is the taskproc configuration of both scales (see --taskproc).
+var defaultProc = procConfig{clients: 1, size: 500, buffer: 4, workers: 4, pollers: 1}
 
 // fullScale is the scale of the issue; quickScale runs in under a minute.
 var (
@@ -60,18 +67,22 @@ var (
 		bulk: 200_000, single: 5_000, burn: 200_000, growthOld: 2_000_000,
 		continuous: 20 * time.Second, pacedRate: 10_000,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 3, singleRounds: 5,
-		riverWorkers: 2000, riverLatencyWorkers: 1000, timeout: 3 * time.Minute,
+		timeout: 3 * time.Minute, proc: defaultProc,
 	}
 	quickScale = scale{
 		bulk: 20_000, single: 1_000, burn: 10_000, growthOld: 100_000,
 		continuous: 2 * time.Second, pacedRate: 10_000,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 1, singleRounds: 1,
-		riverWorkers: 2000, riverLatencyWorkers: 1000, timeout: 4 * time.Second,
+		timeout: 4 * time.Second, proc: defaultProc,
 	}
 )
 
 func main() {
-	cfg := parseFlags()
+	cfg, err := parseFlags()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, cfg); err != nil {
@@ -80,9 +91,9 @@ func main() {
 	}
 }
 
-func parseFlags() config {
+func parseFlags() (config, error) {
 	var cfg config
-	var only string
+	var only, proc, wakeUps string
 	database := os.Getenv("TASK_BENCH_POSTGRES_URL")
 	if database == "" {
 		database = defaultDatabase
@@ -97,7 +108,14 @@ func parseFlags() config {
 	flag.StringVar(&cfg.notes, "notes", "", "free text recorded in the JSON (e.g. what else ran on the machine)")
 	flag.StringVar(&cfg.markdown, "markdown", "", "also write the table as Markdown to this file (for README)")
 	flag.StringVar(&cfg.replay, "replay", "", "measure nothing: print, chart and compare the results of this JSON file")
+	flag.StringVar(&proc, "taskproc", "", "how taskproc runs, over the default "+defaultProc.flag()+
+		" (buffer and workers 0: the handler runs on the poll loop; parallel N: Parallel(N) instead of Sequential)")
+	flag.StringVar(&wakeUps, "wakeups", "", "wake-ups of every taskrepo repository: off, or the interval of taskpg.WithWakeUps (default: taskpg's)")
 	flag.Parse()
+	var err error
+	if repoOptions, err = parseWakeUps(wakeUps); err != nil {
+		return cfg, err
+	}
 	cfg.scale = fullScale
 	if cfg.quick {
 		cfg.scale = quickScale
@@ -105,7 +123,12 @@ func parseFlags() config {
 	if only != "" {
 		cfg.only = strings.Split(only, ",")
 	}
-	return cfg
+	if proc != "" {
+		if cfg.scale.proc, err = parseProcConfig(proc, cfg.scale.proc); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
 }
 
 // run runs the chosen scenarios and reports them.

@@ -38,7 +38,7 @@ func runBulk(ctx context.Context, b *bench) error {
 		if err := setupRiver(ctx, pool); err != nil {
 			return result{}, err
 		}
-		client, err := newRiverClient(pool, 0, nil)
+		client, err := newRiverClient(pool, riverInserter, nil)
 		if err != nil {
 			return result{}, err
 		}
@@ -49,9 +49,9 @@ func runBulk(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	b.report.throughput("bulk", "bulk push (batches of 1,000)", &task, &river, 1.5,
+	b.report.throughput("bulk", "bulk push (batches of 1,000)", &task, rivers{tuned: &river}, 1.5,
 		"taskrepo Push Append; River InsertManyFast (COPY)")
-	b.report.costs("bulk", "bulk push", &task, &river)
+	b.report.costs("bulk", "bulk push", &task, rivers{tuned: &river})
 	return nil
 }
 
@@ -83,7 +83,7 @@ func runReplace(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	b.report.throughput("replace", "Replace push (batches of 1,000)", &task, nil, 0,
+	b.report.throughput("replace", "Replace push (batches of 1,000)", &task, rivers{}, 0,
 		"every identifier already has a Ready or Succeeded task; River: no replace semantics")
 	return nil
 }
@@ -99,14 +99,29 @@ func runSingle(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	b.report.throughput("single", "single push (a transaction of its own)", &task, &river, 2,
+	b.report.throughput("single", "single push (a transaction of its own)", &task, rivers{tuned: &river}, 2,
 		about+"taskrepo Push on the pool; River Insert")
-	b.report.costs("single", "single push", &task, &river)
+	b.report.costs("single", "single push", &task, rivers{tuned: &river})
+	off, err := b.side(ctx, "single-off", "taskrepo", func(pool *pgxpool.Pool) (result, error) {
+		repo, err := setupTaskrepo(ctx, pool, taskpg.WithoutWakeUps())
+		if err != nil {
+			return result{}, err
+		}
+		return median(ctx, pool, 10*b.scale.singleProducers, b.scale.single, b.scale.singleRounds, func(n int) error {
+			return taskSinglePush(ctx, repo, pool, n, b.scale.singleProducers)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	b.report.throughput("single-off", "single push, wake-ups off", &off, rivers{tuned: &river}, 0,
+		about+"taskrepo Push on the pool with taskpg.WithoutWakeUps, against the River of the row above")
+	b.report.costs("single-off", "single push, wake-ups off", &off, rivers{tuned: &river})
 	task, river, err = singleSides(ctx, b, "single-tx", taskSinglePushTx, riverSingleInsertTx)
 	if err != nil {
 		return err
 	}
-	b.report.throughput("single-tx", "single push (in the producer's transaction)", &task, &river, 0,
+	b.report.throughput("single-tx", "single push (in the producer's transaction)", &task, rivers{tuned: &river}, 0,
 		about+"Begin; taskrepo Push or River InsertTx; Commit")
 	return nil
 }
@@ -133,7 +148,7 @@ func singleSides(ctx context.Context, b *bench, scenario string, taskPush single
 		if err := setupRiver(ctx, pool); err != nil {
 			return result{}, err
 		}
-		client, err := newRiverClient(pool, 0, nil)
+		client, err := newRiverClient(pool, riverInserter, nil)
 		if err != nil {
 			return result{}, err
 		}

@@ -51,12 +51,15 @@ type Figure struct {
 	Unit     string   `json:"unit"`
 	Lower    bool     `json:"lower_is_better,omitempty"`
 	Taskrepo *float64 `json:"taskrepo"`
-	River    *float64 `json:"river"`
-	Ratio    *float64 `json:"ratio"`
-	RatioOf  string   `json:"ratio_of,omitempty"` // empty: River
-	Target   float64  `json:"target,omitempty"`   // minimum of Ratio, or of Taskrepo when Unit is "×"
-	Pass     *bool    `json:"pass,omitempty"`
-	Note     string   `json:"note,omitempty"`
+	River    *float64 `json:"river"` // tuned as river bench runs it, where River fetches jobs
+	// RiverDefaults is River with its default fetch settings, where River
+	// fetches jobs; the ratio is always to River.
+	RiverDefaults *float64 `json:"river_defaults,omitempty"`
+	Ratio         *float64 `json:"ratio"`
+	RatioOf       string   `json:"ratio_of,omitempty"` // empty: River
+	Target        float64  `json:"target,omitempty"`   // minimum of Ratio, or of Taskrepo when Unit is "×"
+	Pass          *bool    `json:"pass,omitempty"`
+	Note          string   `json:"note,omitempty"`
 }
 
 // newReport describes the machine and the server.
@@ -150,17 +153,32 @@ func rateOf(r *result) *float64 {
 	return value(r.rate())
 }
 
-// throughput adds the tasks/s of both sides; river may be nil.
-func (r *Report) throughput(key, name string, task, river *result, target float64, note string) {
-	r.add(Figure{Key: key, Name: name, Unit: "tasks/s", Taskrepo: rateOf(task), River: rateOf(river),
-		Target: target, Note: joinNotes(note, task, river)})
+// rivers are River's results in a scenario: tuned as river bench runs it,
+// the reference of the ratios, and with its default fetch settings. Either
+// may be nil.
+type rivers struct{ tuned, defaults *result }
+
+// note names the two Rivers for a figure's note.
+func (rs rivers) note() string {
+	note := "River: " + riverTuned.String() + " (as river bench runs it)"
+	if rs.defaults != nil {
+		note += "; River defaults: " + riverDefaults.String()
+	}
+	return note
 }
 
-func joinNotes(note string, results ...*result) string {
+// throughput adds the tasks/s of each side; the Rivers may be nil.
+func (r *Report) throughput(key, name string, task *result, river rivers, target float64, note string) {
+	r.add(Figure{Key: key, Name: name, Unit: "tasks/s", Taskrepo: rateOf(task), River: rateOf(river.tuned),
+		RiverDefaults: rateOf(river.defaults), Target: target, Note: joinNotes(note, task, river)})
+}
+
+// joinNotes adds the notes of the results to note.
+func joinNotes(note string, task *result, river rivers) string {
 	parts := []string{note}
-	for i, res := range results {
+	for i, res := range []*result{task, river.tuned, river.defaults} {
 		if res != nil && res.note != "" {
-			parts = append(parts, []string{"taskrepo", "River"}[i]+" "+res.note)
+			parts = append(parts, []string{"taskrepo", "River", "River defaults"}[i]+" "+res.note)
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -174,7 +192,7 @@ func (r *Report) missing(key, name, unit, note string) {
 // relative adds a taskrepo-only throughput and its ratio to ref, the
 // taskrepo burn-down of an empty table.
 func (r *Report) relative(key, name string, task, ref *result, note string) {
-	f := Figure{Key: key, Name: name, Unit: "tasks/s", Taskrepo: rateOf(task), RatioOf: "burndown", Note: joinNotes(note, task)}
+	f := Figure{Key: key, Name: name, Unit: "tasks/s", Taskrepo: rateOf(task), RatioOf: "burndown", Note: joinNotes(note, task, rivers{})}
 	if ref != nil && ref.rate() > 0 {
 		f.Ratio = value(task.rate() / ref.rate())
 	}
@@ -198,8 +216,18 @@ func (r *Report) growth(key, name string, task, river, taskRef, riverRef *result
 		Target: target, Note: note})
 }
 
+// share adds a taskrepo throughput as a share of another taskrepo
+// throughput of the same run, ref.
+func (r *Report) share(key, name string, task, ref *result, target float64, note string) {
+	f := Figure{Key: key, Name: name, Unit: "×", Target: target, Note: note}
+	if task != nil && ref != nil && ref.rate() > 0 {
+		f.Taskrepo = value(task.rate() / ref.rate())
+	}
+	r.add(f)
+}
+
 // costs adds the server's CPU and WAL per 1,000 tasks.
-func (r *Report) costs(key, name string, task, river *result) {
+func (r *Report) costs(key, name string, task *result, river rivers) {
 	per := func(res *result, v func(cost) float64) *float64 {
 		if res == nil || res.tasks == 0 {
 			return nil
@@ -213,16 +241,20 @@ func (r *Report) costs(key, name string, task, river *result) {
 		cpuNote = "n/a: the server's processes are not in this machine's /proc (is the server elsewhere?)"
 	}
 	r.add(Figure{Key: key + "_cpu", Name: name + ": server CPU per 1k tasks", Unit: "ms", Lower: true,
-		Taskrepo: per(task, cpu), River: per(river, cpu), Note: cpuNote})
+		Taskrepo: per(task, cpu), River: per(river.tuned, cpu), RiverDefaults: per(river.defaults, cpu), Note: cpuNote})
 	r.add(Figure{Key: key + "_wal", Name: name + ": WAL per 1k tasks", Unit: "KiB", Lower: true,
-		Taskrepo: per(task, wal), River: per(river, wal), Note: "WAL insert position of the whole server"})
+		Taskrepo: per(task, wal), River: per(river.tuned, wal), RiverDefaults: per(river.defaults, wal),
+		Note: "WAL insert position of the whole server"})
 }
 
 // latency adds push → start and push → completed percentiles.
-func (r *Report) latency(key, name string, task, river *result) {
+func (r *Report) latency(key, name string, task *result, river rivers) {
 	for _, kind := range []struct{ key, name string }{{"start", "push → start"}, {"done", "push → completed"}} {
 		for _, p := range []float64{50, 95, 99} {
 			pick := func(res *result) *float64 {
+				if res == nil {
+					return nil
+				}
 				l := res.start
 				if kind.key == "done" {
 					l = res.done
@@ -234,7 +266,7 @@ func (r *Report) latency(key, name string, task, river *result) {
 			}
 			r.add(Figure{Key: fmt.Sprintf("%s_%s_p%.0f", key, kind.key, p), Unit: "ms", Lower: true,
 				Name:     fmt.Sprintf("%s: %s p%.0f", name, kind.name, p),
-				Taskrepo: pick(task), River: pick(river)})
+				Taskrepo: pick(task), River: pick(river.tuned), RiverDefaults: pick(river.defaults)})
 		}
 	}
 }
@@ -243,6 +275,8 @@ func (r *Report) latency(key, name string, task, river *result) {
 func (b *bench) finish(cfg config) error {
 	b.report.Notes = append(b.report.Notes,
 		"ratio > 1 means taskrepo does better; growth and trap ratios compare with taskrepo's own empty-table burn-down",
+		"River works jobs tuned as river bench runs it ("+riverTuned.String()+"), the River of every ratio; "+
+			"River defaults has River's default fetch settings ("+riverDefaults.String()+")",
 		"WAL is counted for the whole server: anything else writing at the same time adds to it")
 	if cfg.json != "" {
 		if err := writeJSON(cfg.json, b.report); err != nil {
@@ -289,12 +323,12 @@ func printTable(w io.Writer, r *Report) {
 		width = max(width, utf8.RuneCountInString(f.Name))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "%-*s\tunit\ttaskrepo\tRiver\tratio\ttarget\tverdict\t\n", width, "figure")
+	fmt.Fprintf(tw, "%-*s\tunit\ttaskrepo\tRiver\tRiver defaults\tratio\ttarget\tverdict\t\n", width, "figure")
 	for _, f := range r.Figures {
 		// Padded here, the names stay left-aligned in a right-aligned table.
 		name := f.Name + strings.Repeat(" ", width-utf8.RuneCountInString(f.Name))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, f.Unit, number(f.Taskrepo), number(f.River),
-			ratioText(f), targetText(f), verdict(f))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, f.Unit, number(f.Taskrepo), number(f.River),
+			optional(f.RiverDefaults), ratioText(f), targetText(f), verdict(f))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -308,11 +342,11 @@ func printTable(w io.Writer, r *Report) {
 // writeMarkdown writes the figures as a Markdown table, for README.
 func writeMarkdown(path string, r *Report) error {
 	var buf bytes.Buffer
-	buf.WriteString("| figure | unit | taskrepo | River | ratio | target | verdict |\n")
-	buf.WriteString("| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
+	buf.WriteString("| figure | unit | taskrepo | River | River defaults | ratio | target | verdict |\n")
+	buf.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, f := range r.Figures {
-		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s | %s |\n", f.Name, f.Unit, number(f.Taskrepo), number(f.River),
-			ratioText(f), targetText(f), verdict(f))
+		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Name, f.Unit, number(f.Taskrepo), number(f.River),
+			optional(f.RiverDefaults), ratioText(f), targetText(f), verdict(f))
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
@@ -333,6 +367,14 @@ func number(v *float64) string {
 		return fmt.Sprintf("%.1f", *v)
 	}
 	return fmt.Sprintf("%.2f", *v)
+}
+
+// optional writes v, or nothing when it is missing.
+func optional(v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return number(v)
 }
 
 func ratioText(f Figure) string {

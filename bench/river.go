@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -49,20 +50,49 @@ func setupRiver(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// newRiverClient returns a client whose default queue has workers workers,
-// or an insert-only client when workers is 0.
-func newRiverClient(pool *pgxpool.Pool, workers int, start *latencies) (*river.Client[pgx.Tx], error) {
+// riverTuning is how a River client fetches jobs: its workers and its fetch
+// settings (zero: River's defaults, a cooldown of 100 ms between fetches
+// and a poll every second).
+type riverTuning struct {
+	name                string // as the notes say it
+	workers             int    // MaxWorkers of the default queue
+	cooldown, pollEvery time.Duration
+}
+
+// riverTuned is River as its own benchmark (river bench, in
+// cmd/river/riverbench) runs it: the reference of every ratio. riverDefaults
+// is River with its default fetch settings and the same workers.
+var (
+	riverTuned    = riverTuning{name: "tuned as river bench runs it", workers: 2000, cooldown: 2 * time.Millisecond, pollEvery: 20 * time.Millisecond}
+	riverDefaults = riverTuning{name: "default fetch settings", workers: 2000}
+)
+
+// String describes the tuning for the notes.
+func (t riverTuning) String() string {
+	cooldown, poll := cmp.Or(t.cooldown, river.FetchCooldownDefault), cmp.Or(t.pollEvery, river.FetchPollIntervalDefault)
+	return fmt.Sprintf("MaxWorkers %d, FetchCooldown %s, FetchPollInterval %s", t.workers, cooldown, poll)
+}
+
+// newRiverClient returns a client tuned as t whose worker records the
+// push → start latency in start (nil: not recorded), or an insert-only
+// client when t has no workers.
+func newRiverClient(pool *pgxpool.Pool, t riverTuning, start *latencies) (*river.Client[pgx.Tx], error) {
 	ws := river.NewWorkers()
 	river.AddWorker(ws, &benchWorker{start: start})
 	cfg := &river.Config{
-		Workers: ws,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Workers:           ws,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		FetchCooldown:     t.cooldown,
+		FetchPollInterval: t.pollEvery,
 	}
-	if workers > 0 {
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}}
+	if t.workers > 0 {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: t.workers}}
 	}
 	return river.NewClient(riverpgxv5.New(pool), cfg)
 }
+
+// riverInserter is the tuning of a client that only inserts.
+var riverInserter = riverTuning{name: "insert only"}
 
 // riverJobs returns n jobs stamped with the current time.
 func riverJobs(n int) []river.InsertManyParams {
@@ -120,7 +150,8 @@ func completions(client *river.Client[pgx.Tx]) (<-chan *river.Event, func()) {
 }
 
 // riverBurn starts the client on a full queue of n jobs and waits until all
-// are completed or timeout passes; it returns how many were completed.
+// are completed or timeout passes; it returns how many were completed. The
+// caller stops the client, once the clock has stopped.
 func riverBurn(ctx context.Context, client *river.Client[pgx.Tx], n int, timeout time.Duration) (int, string, error) {
 	events, cancel := completions(client)
 	defer cancel()
@@ -129,7 +160,6 @@ func riverBurn(ctx context.Context, client *river.Client[pgx.Tx], n int, timeout
 	if err := client.Start(ctx); err != nil {
 		return 0, "", err
 	}
-	defer stopRiver(client)
 	done := 0
 	for done < n {
 		select {

@@ -5,6 +5,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -29,14 +30,14 @@ const pollSize = 100
 const idlePause = 5 * time.Millisecond
 
 // setupTaskrepo migrates a fresh database, registers the topic and returns a
-// registered repository for the producers.
-func setupTaskrepo(ctx context.Context, pool *pgxpool.Pool) (*taskpg.Repository, error) {
+// registered repository for the producers, with opts after repoOptions.
+func setupTaskrepo(ctx context.Context, pool *pgxpool.Pool, opts ...taskpg.Option) (*taskpg.Repository, error) {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	if err := migrations.Up(ctx, db, migrations.Postgres); err != nil {
 		return nil, err
 	}
-	repo, err := registered(ctx, pool, "bench-producer")
+	repo, err := registered(ctx, pool, "bench-producer", opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +47,10 @@ func setupTaskrepo(ctx context.Context, pool *pgxpool.Pool) (*taskpg.Repository,
 	return repo, nil
 }
 
-// registered returns a registered repository for owner.
-func registered(ctx context.Context, pool *pgxpool.Pool, owner string) (*taskpg.Repository, error) {
-	repo, err := taskpg.New(owner)
+// registered returns a registered repository for owner, with opts after
+// repoOptions.
+func registered(ctx context.Context, pool *pgxpool.Pool, owner string, opts ...taskpg.Option) (*taskpg.Repository, error) {
+	repo, err := taskpg.New(owner, append(slices.Clip(repoOptions), opts...)...)
 	if err != nil {
 		return nil, err
 	}

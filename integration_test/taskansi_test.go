@@ -58,7 +58,9 @@ func openPostgres(t *testing.T) *sql.DB {
 }
 
 func TestTaskansiSQLiteConformance(t *testing.T) {
-	conformance.Run(t, ansiBackend(taskansi.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) }))
+	b := ansiBackend(taskansi.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) })
+	b.SingleWriter = true
+	conformance.Run(t, b)
 }
 
 func TestTaskansiPostgresConformance(t *testing.T) {

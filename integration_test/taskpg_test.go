@@ -38,5 +38,7 @@ func TestTaskpgConformance(t *testing.T) {
 }
 
 func TestTaskpgExclusiveConformance(t *testing.T) {
-	conformance.Run(t, pgBackend(taskpg.WithExclusive()))
+	b := pgBackend(taskpg.WithExclusive())
+	b.Exclusive = true
+	conformance.Run(t, b)
 }

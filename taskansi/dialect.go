@@ -42,13 +42,19 @@ type dialect struct {
 	schema string // the default schema; empty: the connection's own
 	// numbered rewrites the ? placeholders to $1, $2, ...
 	numbered bool
-	now      string // {now}: the current time in UTC, as stored
-	ago      string // {ago}: the current time in UTC less ? microseconds
+	// now ({now}) is the moment of the statement in UTC, as stored; ago
+	// ({ago}) is that moment less a duration. Where they are "?", the
+	// moment comes from the process (see clock.go).
+	now, ago string
 	greatest string // {greatest}: the larger of two values
 	// forUpdate ends a SELECT that locks its rows: {wait} waits for rows
 	// that others locked, {lock} skips them (SKIP LOCKED is appended unless
 	// exclusive). {share} ends a SELECT that keeps a row from being deleted.
 	forUpdate, share string
+	// primary ({primary}) makes a SELECT or UPDATE that names tasks by
+	// sequence read the primary key, and only the rows it names;
+	// deleteFrom ({deleteFrom}) does the same for a DELETE.
+	primary, deleteFrom string
 	// {insert} ... {ignore} inserts a row unless its key exists.
 	insert, ignore string
 	// returning: INSERT ... RETURNING sequence; else the driver's
@@ -58,64 +64,100 @@ type dialect struct {
 	// repository's own, takes the database's write lock before anything is
 	// read.
 	writeLock string
-	// pollLock serializes the conditional polls of a topic; its argument is
-	// pollKey(quoted schema, topic).
-	pollLock string
-	pollKey  func(schema, topic string) string
-	refresh  string // gathers planner statistics
+	// locks tells how pushes of identifiers and conditional polls of a
+	// topic take their turns: advisoryLocks (PostgreSQL, with taskpg's
+	// keys), lockRows (rows of task_lock), or none (one writer at a time).
+	locks lockKind
+	// partitioned: a partition per topic (PostgreSQL). Polls record their
+	// owner's holds, and calls that span topics read a few dozen topics at
+	// a time (see span.go).
+	partitioned bool
+	// points: a locking read names tasks one by one (sequence IN (...)),
+	// never by range, so that InnoDB locks the rows and no gap between
+	// them, also under REPEATABLE READ.
+	points  bool
+	refresh string // gathers planner statistics
+	// refreshCommits: refresh commits the transaction it runs in (MySQL's
+	// ANALYZE TABLE), so Refresh refuses a caller's transaction.
+	refreshCommits bool
+	// afterConflict tells a caller what became of its transaction when a
+	// call in it failed with ErrConflict.
+	afterConflict string
 	// isolation is the isolation level of transactions of the
 	// repository's own.
 	isolation sql.IsolationLevel
 }
 
+// lockKind is how a dialect serializes pushes of identifiers and
+// conditional polls.
+type lockKind int
+
+const (
+	noLocks       lockKind = iota // one writer at a time: nothing to do
+	advisoryLocks                 // PostgreSQL's advisory locks
+	lockRows                      // rows of the task_lock table
+)
+
 // dialects describes every dialect.
 var dialects = map[Dialect]*dialect{
 	Postgres: {
-		name:      "postgres",
-		quote:     '"',
-		schema:    "public",
-		numbered:  true,
-		now:       `(now() AT TIME ZONE 'utc')`,
-		ago:       `((now() AT TIME ZONE 'utc') - CAST(? AS bigint) * interval '1 microsecond')`,
-		greatest:  "GREATEST",
-		forUpdate: " FOR UPDATE",
-		share:     " FOR KEY SHARE",
-		insert:    "INSERT INTO",
-		ignore:    " ON CONFLICT DO NOTHING",
-		returning: true,
-		// The advisory lock of taskpg, on the same key, so that the two
-		// packages serialize each other's conditional polls.
-		pollLock: `SELECT pg_advisory_xact_lock(1952543595, hashtext(?))`,
-		pollKey:  func(schema, topic string) string { return schema + "." + topic },
-		refresh:  `ANALYZE {task}`,
+		name:        "postgres",
+		quote:       '"',
+		schema:      "public",
+		numbered:    true,
+		now:         `(statement_timestamp() AT TIME ZONE 'utc')`,
+		ago:         `((statement_timestamp() AT TIME ZONE 'utc') - CAST(? AS bigint) * interval '1 microsecond')`,
+		greatest:    "GREATEST",
+		forUpdate:   " FOR UPDATE",
+		share:       " FOR KEY SHARE",
+		deleteFrom:  "FROM {task}",
+		insert:      "INSERT INTO",
+		ignore:      " ON CONFLICT DO NOTHING",
+		returning:   true,
+		locks:       advisoryLocks,
+		partitioned: true,
+		// The partitions of the topics ({list}), through the schema's
+		// function, which has the right to analyze them.
+		refresh:       `SELECT {analyze}(CAST(ARRAY[{list}] AS text[]))`,
+		afterConflict: "the transaction is aborted: roll it back and run it again",
 	},
 	SQLite: {
-		name:      "sqlite",
-		quote:     '"',
-		now:       `(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')`,
-		ago:       `(strftime('%Y-%m-%d %H:%M:%f', julianday('now') - ? / 86400000000.0) || '000')`,
-		greatest:  "max",
-		insert:    "INSERT INTO",
-		ignore:    " ON CONFLICT DO NOTHING",
-		returning: true,
+		name:       "sqlite",
+		quote:      '"',
+		now:        `?`,
+		ago:        `?`,
+		greatest:   "max",
+		deleteFrom: "FROM {task}",
+		insert:     "INSERT INTO",
+		ignore:     " ON CONFLICT DO NOTHING",
+		returning:  true,
 		// SQLite has one writer at a time and no row locks: a write that
 		// comes first takes the write lock (waiting busy_timeout), so that
 		// what the transaction reads stays true until it commits.
 		writeLock: `UPDATE {topic} SET topic = topic WHERE 0`,
 		refresh:   `ANALYZE`,
+		// The statement failed, the transaction goes on, but another
+		// holds the write lock.
+		afterConflict: "roll the transaction back and run it again",
 	},
 	MySQL: {
-		name:      "mysql",
-		quote:     '`',
-		now:       `UTC_TIMESTAMP(6)`,
-		ago:       `(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)`,
-		greatest:  "GREATEST",
-		forUpdate: " FOR UPDATE",
-		share:     " LOCK IN SHARE MODE",
-		insert:    "INSERT IGNORE INTO",
-		pollLock:  `SELECT topic FROM {topic} WHERE topic = ? FOR UPDATE`,
-		pollKey:   func(_, topic string) string { return topic },
-		refresh:   `ANALYZE TABLE {task}, {topic}, {owner}`,
+		name:           "mysql",
+		quote:          '`',
+		now:            `UTC_TIMESTAMP(6)`,
+		ago:            `(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)`,
+		greatest:       "GREATEST",
+		forUpdate:      " FOR UPDATE",
+		share:          " LOCK IN SHARE MODE",
+		primary:        " FORCE INDEX (PRIMARY)",
+		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint
+		insert:         "INSERT IGNORE INTO",
+		locks:          lockRows,
+		points:         true,
+		refresh:        `ANALYZE TABLE {task}, {topic}, {owner}`,
+		refreshCommits: true,
+		// InnoDB rolls back the whole transaction on a deadlock, and the
+		// statement alone on a lock wait timeout.
+		afterConflict: "a deadlock rolled the transaction back, a lock wait timeout its last statement: roll it back and run it again",
 		// Under READ COMMITTED every statement sees the latest commits and
 		// InnoDB takes no gap locks, which would deadlock with pushes.
 		isolation: sql.LevelReadCommitted,

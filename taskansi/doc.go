@@ -20,8 +20,10 @@
 //
 //   - Postgres: any database/sql driver of PostgreSQL, such as
 //     github.com/jackc/pgx/v5/stdlib. Polls and insertion modes skip rows
-//     that others locked (FOR UPDATE SKIP LOCKED); conditional polls take
-//     the advisory lock of taskpg.
+//     that others locked (FOR UPDATE SKIP LOCKED); conditional polls and
+//     pushes of identifiers take the advisory locks of taskpg. With many
+//     topics, have the driver plan statements per call (pgx:
+//     default_query_exec_mode=exec in the URL).
 //   - SQLite: modernc.org/sqlite. SQLite has one writer at a time and no row
 //     locks, so every call that reads and then writes takes the write lock
 //     first and holds it until it ends: concurrent polls queue up rather than
@@ -31,9 +33,14 @@
 //     transactions of your own that write.
 //   - MySQL: github.com/go-sql-driver/mysql on MySQL 8 or MariaDB 10.6 and
 //     newer, with FOR UPDATE SKIP LOCKED. Names are VARBINARY columns
-//     (compared byte by byte); conditional polls lock the topic's row.
-//     Transactions of the repository's own run at READ COMMITTED; run yours
-//     at READ COMMITTED too, since REPEATABLE READ takes gap locks.
+//     (compared byte by byte); conditional polls and pushes of identifiers
+//     take turns on rows of task_lock. Statements that name tasks by
+//     sequence read the primary key, and in a caller's transaction polls
+//     read their candidates first and lock them by primary key, so that
+//     InnoDB locks no gap under REPEATABLE READ. Transactions of the
+//     repository's own run at READ COMMITTED; keep yours at READ COMMITTED
+//     when they poll with a condition or push with Replace, Supersede or
+//     Delete.
 //
 // # Atomicity
 //
@@ -41,9 +48,12 @@
 // transaction stays usable after an error the call reports. Calls of more
 // than one statement run inside a transaction of their own: begun with
 // BeginTx on a *sql.DB or a *sql.Conn, a savepoint (SAVEPOINT, ROLLBACK TO
-// SAVEPOINT, RELEASE SAVEPOINT) inside a caller's *sql.Tx. An error of the
-// server itself (a lost connection, a deadlock) may abort a caller's
-// transaction as the database does.
+// SAVEPOINT, RELEASE SAVEPOINT) inside a caller's *sql.Tx, ended even once
+// the call's context is done. An error of the server itself (a lost
+// connection, a deadlock) may abort a caller's transaction as the database
+// does. Deadlocks, serialization failures, lock wait timeouts and
+// SQLITE_BUSY are taskapi.ErrConflict; a call that ran in a transaction of
+// its own retries them a few times first.
 //
 // # Concurrency
 //

@@ -2,6 +2,7 @@ package taskansi
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,8 +66,17 @@ func TestUTCTimeScansEveryForm(t *testing.T) {
 
 type sqlStateError string
 
-func (e sqlStateError) Error() string    { return "no partition of relation found" }
+func (e sqlStateError) Error() string    { return "pgx" }
 func (e sqlStateError) SQLState() string { return string(e) }
+
+// MySQLError has the shape of go-sql-driver's error, whose number no method
+// tells.
+type MySQLError struct {
+	Number  uint16
+	Message string
+}
+
+func (e *MySQLError) Error() string { return e.Message }
 
 type codeError int
 
@@ -79,16 +89,26 @@ func TestMapError(t *testing.T) {
 		want error
 	}{
 		{sqlStateError("22001"), taskapi.ErrInvalidArgument},
-		{sqlStateError("23514"), taskapi.ErrUnknownTopic},
+		{sqlStateError("22021"), taskapi.ErrInvalidArgument},
+		{sqlStateError("40001"), taskapi.ErrConflict},
+		{sqlStateError("40P01"), taskapi.ErrConflict},
 		{codeError(sqliteConstraintTrigger), taskapi.ErrUnknownTopic},
 		{codeError(sqliteTooBig), taskapi.ErrInvalidArgument},
+		{codeError(sqliteBusy), taskapi.ErrConflict},
+		{codeError(sqliteBusy | 2<<8), taskapi.ErrConflict}, // SQLITE_BUSY_SNAPSHOT
+		{&MySQLError{Number: mysqlDeadlock}, taskapi.ErrConflict},
+		{fmt.Errorf("in a savepoint: %w", &MySQLError{Number: mysqlLockWaitTimeout}), taskapi.ErrConflict},
 	} {
 		if got := mapError(c.err); !errors.Is(got, c.want) || !errors.Is(got, c.err) {
 			t.Errorf("mapError(%v) = %v, want %v wrapping it", c.err, got, c.want)
 		}
 	}
-	plain := errors.New("plain")
-	if got := mapError(plain); got != plain {
-		t.Errorf("mapError(plain) = %v", got)
+	// The library's own data errors (a bad cast, a number out of range) and
+	// a constraint the library checks before do not blame the caller.
+	for _, err := range []error{errors.New("plain"), sqlStateError("22P02"), sqlStateError("22003"),
+		sqlStateError("23514"), &MySQLError{Number: 1062}} {
+		if got := mapError(err); got != err {
+			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)
+		}
 	}
 }

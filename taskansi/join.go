@@ -20,17 +20,19 @@ func (r *Repository) Join(ctx context.Context, db DB, topic string, junction tas
 		present = allStates[:taskapi.Redundant] // every state but Redundant
 	}
 	released := make([]bool, len(groups))
-	err := r.atomic(ctx, db, func(tx DB) error {
-		for i, group := range groups {
-			if len(group) == 0 {
-				continue
+	err := r.retrying(ctx, db, func(db DB) error {
+		return r.atomic(ctx, db, func(tx DB) error {
+			for i, group := range groups {
+				if len(group) == 0 {
+					continue
+				}
+				var err error
+				if released[i], err = r.release(ctx, tx, topic, batch.Group(group), present); err != nil {
+					return err
+				}
 			}
-			var err error
-			if released[i], err = r.release(ctx, tx, topic, batch.Group(group), present); err != nil {
-				return err
-			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, wrapf(err, "join tasks of %q", topic)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -26,13 +27,17 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 		return nil, nil
 	}
 	var tasks []taskapi.Task
-	err = r.atomic(ctx, db, func(tx DB) (err error) {
-		tasks, err = r.poll(ctx, tx, topic, size, order, condition)
+	err = r.retrying(ctx, db, func(db DB) error {
+		points := r.pointLocks(db)
+		err := r.atomic(ctx, db, func(tx DB) (err error) {
+			tasks, err = r.poll(ctx, tx, topic, size, order, condition, points)
+			return err
+		})
+		if err == nil && len(tasks) == 0 {
+			err = r.mustExist(ctx, db)
+		}
 		return err
 	})
-	if err == nil && len(tasks) == 0 {
-		err = r.mustExist(ctx, db)
-	}
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}
@@ -45,18 +50,31 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 	return tasks, nil
 }
 
-func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, condition taskapi.Condition) ([]taskapi.Task, error) {
-	query := r.expand(r.q.poll[order][0])
-	args := []any{topic, r.owner}
+// PollOne polls a single task of topic and reports false when none was
+// ready: taskapi.PollOne, which Go cannot instantiate from a *sql.DB.
+func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...taskapi.PollOption) (taskapi.Task, bool, error) {
+	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
+}
+
+func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, condition taskapi.Condition, points bool) ([]taskapi.Task, error) {
+	conditional := 0
+	var blocking []any
 	if condition != taskapi.Unconditional {
 		if err := r.lockPolls(ctx, tx, topic); err != nil {
 			return nil, err
 		}
-		blocking := append([]taskapi.State{taskapi.Active}, condition.Blocking()...)
-		query = r.expand(r.q.poll[order][1], "{list}", marks(len(blocking)))
-		args = appendArgs(args, ordinals(blocking)...)
+		conditional = 1
+		blocking = appendArgs(nil, ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))...)
 	}
-	tasks, err := queryTasks(ctx, tx, query, append(args, size)...)
+	list := marks(len(blocking))
+	var tasks []taskapi.Task
+	var err error
+	if points {
+		tasks, err = r.pollPoints(ctx, tx, topic, size, order, conditional, blocking)
+	} else {
+		query := r.expand(r.q.poll[order][conditional], "{list}", list)
+		tasks, err = queryTasks(ctx, tx, query, append(append([]any{topic, r.owner}, blocking...), size)...)
+	}
 	if err != nil || len(tasks) == 0 {
 		return nil, err
 	}
@@ -66,20 +84,40 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, or
 	}
 	_, err = tx.ExecContext(ctx, r.expand(r.q.pollMark, "{list}", marks(len(sequences))),
 		appendArgs([]any{r.owner, topic}, sequences...)...)
+	if err == nil && r.dialect.partitioned {
+		_, err = tx.ExecContext(ctx, r.expand(r.q.pollHold), r.owner, topic)
+	}
 	return tasks, err
 }
 
-// lockPolls serializes the conditional polls of topic until tx ends, where
-// the dialect needs it.
-func (r *Repository) lockPolls(ctx context.Context, tx DB, topic string) error {
-	if r.q.pollLock == "" {
-		return nil
+// pollPoints finds candidates without locking them and then locks them by
+// points (see pointLocks), window after window until it has size tasks or no
+// candidate is left: candidates that others locked meanwhile are skipped.
+func (r *Repository) pollPoints(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, conditional int, blocking []any) ([]taskapi.Task, error) {
+	read := r.expand(r.q.pollRead[order][conditional], "{list}", marks(len(blocking)))
+	cursor := int64(taskapi.Inception)
+	if order == taskapi.LIFO {
+		cursor = taskapi.MaxSequence
 	}
-	rows, err := tx.QueryContext(ctx, r.expand(r.q.pollLock), r.dialect.pollKey(r.schema, topic))
-	if err != nil {
-		return err
+	var tasks []taskapi.Task
+	for len(tasks) < size {
+		want := size - len(tasks)
+		candidates, err := querySequences(ctx, tx, read, append(append([]any{topic, cursor, r.owner}, blocking...), want)...)
+		if err != nil || len(candidates) == 0 {
+			return tasks, err
+		}
+		query := r.expand(r.q.pollPoints[order], "{list}", marks(len(candidates)))
+		locked, err := queryTasks(ctx, tx, query, appendArgs([]any{topic}, candidates...)...)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, locked...)
+		if len(candidates) < want {
+			return tasks, nil
+		}
+		cursor = candidates[len(candidates)-1]
 	}
-	return rows.Close()
+	return tasks, nil
 }
 
 // mustExist returns ErrUnknownOwner unless this owner is registered.
@@ -89,7 +127,7 @@ func (r *Repository) mustExist(ctx context.Context, db DB) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("owner %q: %w", r.owner, taskapi.ErrUnknownOwner)
+		return fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
 	}
 	return nil
 }
@@ -114,7 +152,8 @@ func queryTasks(ctx context.Context, db DB, query string, args ...any) ([]taskap
 
 // Complete records the decisions, in a transaction of its own that locks the
 // named tasks and writes only when every one is Active and owned by this
-// owner.
+// owner; otherwise the error, a *taskapi.StateError, names the tasks that
+// are not.
 func (r *Repository) Complete(ctx context.Context, db DB, topic string, completions ...taskapi.Completion) error {
 	if err := check.Completions(topic, completions); err != nil {
 		return wrapf(err, "complete tasks of %q", topic)
@@ -122,22 +161,20 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 	if len(completions) == 0 {
 		return nil
 	}
-	runs, n := batch.Decisions(completions)
-	err := r.atomic(ctx, db, func(tx DB) error {
-		matched, err := r.countLocked(ctx, tx, r.q.completeLock, []any{topic, r.owner}, rangesOf(runs))
-		if err == nil && matched != n {
-			err = fmt.Errorf("%d tasks, not all Active and owned by %q: %w", n, r.owner, taskapi.ErrNotActive)
-		}
-		if err != nil {
-			return err
-		}
-		for decision, ranges := range byKey(runs) {
-			args := []any{int(decision.Result.State()), nullable(decision.Output), topic}
-			if err := r.execRanges(ctx, tx, r.q.completeSet, args, ranges); err != nil {
+	runs, _ := batch.Decisions(completions)
+	err := r.retrying(ctx, db, func(db DB) error {
+		return r.atomic(ctx, db, func(tx DB) error {
+			if err := r.lockNamed(ctx, tx, r.q.completeLock, topic, []any{topic, r.owner}, rangesOf(runs), taskapi.ErrNotActive); err != nil {
 				return err
 			}
-		}
-		return nil
+			for decision, ranges := range byKey(runs) {
+				args := r.args(int(decision.Result.State()), nullable(decision.Output), now{}, topic)
+				if err := r.execRanges(ctx, tx, r.q.completeSet, args, ranges); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return wrapf(err, "complete tasks of %q", topic)
@@ -145,34 +182,83 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 	return nil
 }
 
-// countLocked runs query, which locks the rows of the given ranges that match
-// and takes args followed by the {ranges}, in pieces, and returns how many
-// rows it locked.
-func (r *Repository) countLocked(ctx context.Context, tx DB, query string, args []any, ranges []taskapi.Range) (int, error) {
-	matched := 0
-	err := batch.Split(ranges, chunk, func(piece []taskapi.Range) error {
-		sequences, err := querySequences(ctx, tx, r.expand(query, "{ranges}", rangeMarks(len(piece))), rangeArgs(args, piece)...)
-		matched += len(sequences)
+// lockNamed runs query, which locks the rows of the given ranges that match
+// and takes args followed by the {ranges}, and fails with a
+// *taskapi.StateError of sentinel, naming the tasks it did not lock, unless
+// it locked every task of ranges.
+func (r *Repository) lockNamed(ctx context.Context, tx DB, query, topic string, args []any, ranges []taskapi.Range, sentinel error) error {
+	locked, err := r.queryRanges(ctx, tx, query, args, ranges)
+	if err != nil {
+		return err
+	}
+	return stateError(topic, ranges, locked, sentinel)
+}
+
+// stateError returns nil when locked holds every sequence of ranges, and
+// otherwise a *taskapi.StateError of sentinel that names the others.
+func stateError(topic string, ranges []taskapi.Range, locked []int64, sentinel error) error {
+	found := make(map[int64]bool, len(locked))
+	for _, s := range locked {
+		found[s] = true
+	}
+	var faults []int64
+	for _, rg := range ranges {
+		for s := rg.From; s <= rg.To; s++ {
+			if !found[s] {
+				faults = append(faults, s)
+			}
+		}
+	}
+	if len(faults) == 0 {
+		return nil
+	}
+	slices.Sort(faults)
+	return &taskapi.StateError{Topic: topic, Sequences: faults, Err: sentinel}
+}
+
+// queryRanges runs query, which returns sequences and takes args followed by
+// the {ranges}, in pieces, and returns the sequences.
+func (r *Repository) queryRanges(ctx context.Context, tx DB, query string, args []any, ranges []taskapi.Range) ([]int64, error) {
+	var sequences []int64
+	err := r.splitRanges(ranges, func(marks string, bounds []any) error {
+		seqs, err := querySequences(ctx, tx, r.expand(query, "{ranges}", marks), append(slices.Clip(args), bounds...)...)
+		sequences = append(sequences, seqs...)
 		return err
 	})
-	return matched, err
+	return sequences, err
 }
 
 // execRanges runs query, which takes args followed by the {ranges}, in pieces.
 func (r *Repository) execRanges(ctx context.Context, tx DB, query string, args []any, ranges []taskapi.Range) error {
-	return batch.Split(ranges, chunk, func(piece []taskapi.Range) error {
-		_, err := tx.ExecContext(ctx, r.expand(query, "{ranges}", rangeMarks(len(piece))), rangeArgs(args, piece)...)
+	return r.splitRanges(ranges, func(marks string, bounds []any) error {
+		_, err := tx.ExecContext(ctx, r.expand(query, "{ranges}", marks), append(slices.Clip(args), bounds...)...)
 		return err
 	})
 }
 
-// rangeArgs returns args followed by the bounds of ranges.
-func rangeArgs(args []any, ranges []taskapi.Range) []any {
-	all := slices.Clip(args)
-	for _, rg := range ranges {
-		all = append(all, rg.From, rg.To)
+// splitRanges calls fn with the {ranges} condition and its arguments for
+// pieces of ranges: each range as BETWEEN its bounds, or on a dialect that
+// locks by points (MySQL) each sequence in an IN list, so that InnoDB locks
+// the named rows and no gap.
+func (r *Repository) splitRanges(ranges []taskapi.Range, fn func(marks string, bounds []any) error) error {
+	if !r.dialect.points {
+		return batch.Split(ranges, chunk, func(piece []taskapi.Range) error {
+			bounds := make([]any, 0, 2*len(piece))
+			for _, rg := range piece {
+				bounds = append(bounds, rg.From, rg.To)
+			}
+			return fn(strings.TrimSuffix(strings.Repeat("sequence BETWEEN ? AND ? OR ", len(piece)), " OR "), bounds)
+		})
 	}
-	return all
+	var sequences []int64
+	for _, rg := range ranges {
+		for s := rg.From; s <= rg.To; s++ {
+			sequences = append(sequences, s)
+		}
+	}
+	return batch.Split(sequences, chunk, func(piece []int64) error {
+		return fn("sequence IN ("+marks(len(piece))+")", appendArgs(nil, piece...))
+	})
 }
 
 // rangesOf returns the ranges of runs.

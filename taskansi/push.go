@@ -14,7 +14,11 @@ import (
 )
 
 // Push stores creations as tasks of topic and applies insertion to older
-// tasks with the same identifiers, in a transaction of its own.
+// tasks with the same identifiers, in a transaction of its own. On
+// PostgreSQL, unless wake-ups are off (see WithWakeUps), the first push of
+// a topic in an interval also notifies the topic's channel, in the
+// statement that locks the topic: the notification is delivered when the
+// push commits, and not at all when it rolls back.
 func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations ...taskapi.Creation) ([]taskapi.Task, error) {
 	if err := check.Push(topic, insertion, creations); err != nil {
 		return nil, wrapf(err, "push to %q", topic)
@@ -23,9 +27,12 @@ func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion ta
 		return nil, nil
 	}
 	var tasks []taskapi.Task
-	err := r.atomic(ctx, db, func(tx DB) (err error) {
-		tasks, err = r.insert(ctx, tx, topic, insertion, creations)
-		return err
+	err := r.retrying(ctx, db, func(db DB) error {
+		points := r.pointLocks(db)
+		return r.atomic(ctx, db, func(tx DB) (err error) {
+			tasks, err = r.insert(ctx, tx, topic, insertion, creations, points)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, wrapf(err, "push to %q", topic)
@@ -40,12 +47,33 @@ var older = map[taskapi.Insertion][2]taskapi.State{
 	taskapi.Delete:    {taskapi.Ready, taskapi.Redundant},
 }
 
+// pointLocks reports whether the locking reads of a call on db name rows by
+// points: where the dialect wants it (MySQL), in a caller's transaction,
+// whose isolation level may be REPEATABLE READ, under which InnoDB would lock
+// the gaps that a range read passes over, and with them other transactions'
+// inserts.
+func (r *Repository) pointLocks(db DB) bool {
+	return r.dialect.points && inside(db)
+}
+
 // insert pushes valid creations, at least one, inside a transaction: it
-// locks the topic, applies insertion to the older tasks and inserts the
-// stored creations. It returns the stored tasks in creation order.
-func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
+// locks the topic (notifying its channel when this is the first push of the
+// topic in the interval of wake-ups), applies insertion to the older tasks
+// and inserts the stored creations. It returns the stored tasks in
+// creation order.
+func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, points bool) ([]taskapi.Task, error) {
+	stamp := r.wake.claim(topic)
+	tasks, err := r.store(ctx, tx, r.wake.topicStatement(stamp != 0), topic, insertion, creations, points)
+	if err != nil {
+		r.wake.forget(topic, stamp)
+	}
+	return tasks, err
+}
+
+// store pushes as insert does, locking the topic with lockTopic.
+func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, points bool) ([]taskapi.Task, error) {
 	var locked string
-	err := tx.QueryRowContext(ctx, r.expand(r.q.pushTopic), topic).Scan(&locked)
+	err := tx.QueryRowContext(ctx, r.expand(lockTopic), topic).Scan(&locked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, taskapi.ErrUnknownTopic
 	}
@@ -53,7 +81,7 @@ func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion 
 		return nil, err
 	}
 	if insertion != taskapi.Append {
-		if err := r.applyInsertion(ctx, tx, topic, insertion, creations); err != nil {
+		if err := r.applyInsertion(ctx, tx, topic, insertion, creations, points); err != nil {
 			return nil, err
 		}
 	}
@@ -88,20 +116,33 @@ func (r *Repository) insertStored(ctx context.Context, tx DB, topic string, stor
 }
 
 // applyInsertion marks Redundant or deletes the older tasks of topic with the
-// identifiers of creations, skipping rows that others locked.
-func (r *Repository) applyInsertion(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) error {
+// identifiers of creations, skipping rows that others locked. It first takes
+// the identifiers' locks, so that it sees what a push of the same
+// identifiers that came first committed.
+func (r *Repository) applyInsertion(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, points bool) error {
 	identifiers := make([]string, len(creations))
 	for i, c := range creations {
 		identifiers[i] = c.Identifier
 	}
+	identifiers = batch.Group(identifiers)
+	if err := r.lockIdentifiers(ctx, tx, topic, identifiers); err != nil {
+		return err
+	}
 	span := older[insertion]
+	read := r.q.pushOlder
+	if points {
+		read = r.q.pushOlderRead
+	}
 	var sequences []int64
-	err := batch.Split(batch.Group(identifiers), chunk, func(piece []string) error {
+	err := batch.Split(identifiers, chunk, func(piece []string) error {
 		args := append(appendArgs([]any{topic}, piece...), int(span[0]), int(span[1]))
-		seqs, err := querySequences(ctx, tx, r.expand(r.q.pushOlder, "{list}", marks(len(piece))), args...)
+		seqs, err := querySequences(ctx, tx, r.expand(read, "{list}", marks(len(piece))), args...)
 		sequences = append(sequences, seqs...)
 		return err
 	})
+	if err == nil && points {
+		sequences, err = r.lockPoints(ctx, tx, r.q.pushOlderPoints, topic, sequences, int(span[0]), int(span[1]))
+	}
 	if err != nil {
 		return err
 	}
@@ -110,6 +151,21 @@ func (r *Repository) applyInsertion(ctx context.Context, tx DB, topic string, in
 		change = r.q.pushDelete
 	}
 	return r.execSequences(ctx, tx, change, topic, sequences)
+}
+
+// lockPoints runs query, a locking read of the tasks of topic with the given
+// sequences ({list}) followed by more arguments, in pieces, and returns the
+// sequences it locked.
+func (r *Repository) lockPoints(ctx context.Context, tx DB, query, topic string, sequences []int64, more ...any) ([]int64, error) {
+	slices.Sort(sequences)
+	var locked []int64
+	err := batch.Split(sequences, chunk, func(piece []int64) error {
+		args := append(appendArgs([]any{topic}, piece...), more...)
+		seqs, err := querySequences(ctx, tx, r.expand(query, "{list}", marks(len(piece))), args...)
+		locked = append(locked, seqs...)
+		return err
+	})
+	return locked, err
 }
 
 // execSequences runs query, which takes topic and a {list} of sequences, in
@@ -124,11 +180,12 @@ func (r *Repository) execSequences(ctx context.Context, tx DB, query, topic stri
 // insertRows inserts one piece of stored creations and returns their
 // sequences in creation order.
 func (r *Repository) insertRows(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State) ([]int64, error) {
-	args := make([]any, 0, 5*len(stored))
+	args := make([]any, 0, 6*len(stored))
 	for i, c := range stored {
-		args = append(args, topic, c.Identifier, int(states[i]), nullable(c.Reference), nullable(c.Input))
+		args = append(args, topic, c.Identifier, int(states[i]), nullable(c.Reference), nullable(c.Input), now{})
 	}
-	rows := strings.TrimSuffix(strings.Repeat(pushRow+", ", len(stored)), ", ")
+	args = r.args(args...)
+	rows := strings.TrimSuffix(strings.Repeat(r.q.pushRow+", ", len(stored)), ", ")
 	query := r.expand(r.q.pushInsert, "{rows}", rows)
 	if r.dialect.returning {
 		sequences, err := querySequences(ctx, tx, query, args...)

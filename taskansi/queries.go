@@ -7,13 +7,22 @@ import (
 )
 
 // The SQL of every call, written once for all dialects. New substitutes the
-// tokens in braces: {task}, {topic} and {owner} by the (qualified) tables, and
-// the dialect's fragments ({now}, {ago}, {greatest}, {lock}, {wait}, {share},
-// {insert}, {ignore}; see dialect). The tokens that remain are filled per
-// call with placeholders: {list} and {states} (?, ?, ...), {ranges}
-// (sequence BETWEEN ? AND ? OR ...), {rows} ((?, ?, ?, ?, ?), ...), and
-// {filters} and {topicFilter} (the conditions of the filters that are not
-// empty). Values are always parameters.
+// tokens in braces: {task}, {topic}, {owner}, {hold}, {lock} and {analyze}
+// by the (qualified) tables and function, and the dialect's fragments
+// ({now}, {ago}, {greatest}, {skip}, {wait}, {share}, {primary}, {insert},
+// {ignore}; see dialect). The tokens that remain are filled per call with
+// placeholders: {list}, {states} and {owners} (?, ?, ...), {ranges}
+// (sequence BETWEEN ? AND ? OR ..., or sequence IN (...) where the dialect
+// locks by points), {rows} ((?, ?, ?, ?, ?, ?), ...), {values} ((?), (?),
+// ...), and {filters} and {topicFilter} (the conditions of the filters that
+// are not empty; on PostgreSQL {topicFilter} names the few dozen topics that
+// a statement spanning topics reads, see span.go).
+// Values are always parameters; an argument list holds now and ago where the
+// SQL has {now} and {ago} (see clock.go).
+//
+// Statements that name tasks by sequence read the primary key ({primary},
+// {deleteFrom}): MySQL's planner would rather scan a small table whole, and
+// under REPEATABLE READ lock every row and gap it passed.
 //
 // Statements that change rows they read lock them first: every change that
 // depends on what was read runs in a transaction of its own (a savepoint
@@ -25,27 +34,62 @@ import (
 const (
 	pushTopic = `SELECT topic FROM {topic} WHERE topic = ?{share}`
 	// The older tasks that an insertion mode changes: $2.. identifiers, then
-	// the range of states.
+	// the range of states. pushOlderRead finds them without locking, for a
+	// locking read by points (see pointLocks).
 	pushOlder = `
 SELECT sequence FROM {task}
 WHERE topic = ? AND identifier IN ({list}) AND state BETWEEN ? AND ?
-ORDER BY sequence{lock}`
-	pushRedundant = `UPDATE {task} SET descent = {greatest}(state, descent), state = 8 WHERE topic = ? AND sequence IN ({list})`
-	pushDelete    = `DELETE FROM {task} WHERE topic = ? AND sequence IN ({list})`
-	pushInsert    = `INSERT INTO {task} (topic, identifier, state, reference, input) VALUES {rows}{returning}`
-	pushRow       = `(?, ?, ?, ?, ?)`
+ORDER BY sequence{skip}`
+	pushOlderRead = `
+SELECT sequence FROM {task} WHERE topic = ? AND identifier IN ({list}) AND state BETWEEN ? AND ?`
+	pushOlderPoints = `
+SELECT sequence FROM {task}{primary}
+WHERE topic = ? AND sequence IN ({list}) AND state BETWEEN ? AND ?
+ORDER BY sequence{skip}`
+	pushRedundant = `UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 8 WHERE topic = ? AND sequence IN ({list})`
+	pushDelete    = `DELETE {deleteFrom} WHERE topic = ? AND sequence IN ({list})`
+	pushInsert    = `INSERT INTO {task} (topic, identifier, state, reference, input, created) VALUES {rows}{returning}`
+	pushRow       = `(?, ?, ?, ?, ?, {now})`
+)
+
+// Locks by which pushes of identifiers (Replace, Supersede, Delete) and
+// conditional polls of a topic take turns, with the keys of
+// internal/lockkey, which taskpg shares. On PostgreSQL, advisory locks held
+// until the transaction ends: a push of a few identifiers takes its topic's
+// insertion lock shared and each identifier's lock, a larger one the topic's
+// insertion lock alone. On MySQL, rows of task_lock, picked by the keys.
+const (
+	advisoryShared      = `SELECT pg_advisory_xact_lock_shared(CAST(? AS integer), CAST(? AS integer))`
+	advisoryExclusive   = `SELECT pg_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))`
+	advisoryIdentifiers = `
+SELECT count(pg_advisory_xact_lock(CAST(? AS integer), k)) FROM (SELECT k FROM (VALUES {values}) AS v (k) ORDER BY k) AS s`
+	advisoryPolls = `SELECT pg_advisory_xact_lock(1952543595, hashtext(?))` // taskpg's key
+	lockBuckets   = `SELECT bucket FROM {lock} WHERE bucket IN ({list}) ORDER BY bucket FOR UPDATE`
 )
 
 // Poll selects and locks the candidates, then marks them. The owner check is
 // folded in; only when nothing comes back does Poll look whether the owner
 // exists. The conditions skip a candidate while its identifier has an
-// earlier Ready task (in poll order) or a task in a blocking state.
+// earlier Ready task (in poll order) or a task in a blocking state. Where
+// the dialect locks by points, a poll in a caller's transaction reads the
+// candidates without locks (pollRead, from the sequence after the last
+// candidate tried) and locks them by points (pollPoints). On PostgreSQL a
+// poll that took tasks records that its owner holds tasks in the topic.
 const (
 	pollCandidates = `
 SELECT r.sequence, r.identifier, COALESCE(r.input, '') FROM {task} AS r
 WHERE r.topic = ? AND r.state = 1
   AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
-ORDER BY r.sequence {direction} LIMIT ?{lock}`
+ORDER BY r.sequence {direction} LIMIT ?{skip}`
+	pollRead = `
+SELECT r.sequence FROM {task} AS r
+WHERE r.topic = ? AND r.state = 1 AND r.sequence {beyond} ?
+  AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
+ORDER BY r.sequence {direction} LIMIT ?`
+	pollPoints = `
+SELECT sequence, identifier, COALESCE(input, '') FROM {task}{primary}
+WHERE topic = ? AND sequence IN ({list}) AND state = 1
+ORDER BY sequence {direction}{skip}`
 	// "state + 0" keeps the conditions off the partial indexes on state,
 	// so that they probe the identifier index task by task; see taskpg's
 	// pollSingular for what the planner did otherwise.
@@ -56,30 +100,33 @@ ORDER BY r.sequence {direction} LIMIT ?{lock}`
   AND NOT EXISTS (SELECT 1 FROM {task} AS b
                   WHERE b.topic = r.topic AND b.identifier = r.identifier
                     AND b.state + 0 IN ({list}))`
-	pollMark    = `UPDATE {task} SET state = 0, owner = ? WHERE topic = ? AND sequence IN ({list})`
+	pollMark    = `UPDATE {task}{primary} SET state = 0, owner = ? WHERE topic = ? AND sequence IN ({list})`
+	pollHold    = `INSERT INTO {hold} (owner, topic) VALUES (?, ?) ON CONFLICT DO NOTHING`
 	ownerExists = `SELECT COUNT(*) FROM {owner} WHERE owner = ?`
 )
 
-// Complete, ReviveTasks and Reassign name tasks by ranges of sequences. They
-// lock the matching rows first and write only when every named task matched.
+// Complete, ReviveTasks and Reassign name tasks by sequence. They lock the
+// matching rows first, reading the primary key, and write only when every
+// named task matched.
 const (
-	completeLock = `SELECT sequence FROM {task} WHERE topic = ? AND state = 0 AND owner = ? AND ({ranges}){wait}`
+	completeLock = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state = 0 AND owner = ? AND ({ranges}){wait}`
 	completeSet  = `
-UPDATE {task} SET state = ?, output = ?, completed = {now}
+UPDATE {task}{primary} SET state = ?, output = ?, completed = {now}
 WHERE topic = ? AND ({ranges})`
+	releaseSet     = `UPDATE {task}{primary} SET state = 1, owner = NULL WHERE topic = ? AND ({ranges})`
 	revivedColumns = `sequence, identifier, COALESCE(input, ''), COALESCE(reference, '')`
 	reviveLock     = `
-SELECT ` + revivedColumns + ` FROM {task}
+SELECT ` + revivedColumns + ` FROM {task}{primary}
 WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
 	reviveSpan = `
 SELECT ` + revivedColumns + ` FROM {task}
 WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?
-ORDER BY sequence LIMIT ?{lock}`
-	revivalReset    = `UPDATE {task} SET descent = {greatest}(state, descent), state = 1, owner = NULL, output = NULL, completed = NULL WHERE topic = ? AND ({ranges})`
-	revivalRecreate = `UPDATE {task} SET descent = {greatest}(state, descent), state = 7 WHERE topic = ? AND ({ranges})`
-	reassignLock    = `SELECT sequence FROM {task} WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
+ORDER BY sequence LIMIT ?{skip}`
+	revivalReset    = `UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 1, owner = NULL, output = NULL, completed = NULL WHERE topic = ? AND ({ranges})`
+	revivalRecreate = `UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 7 WHERE topic = ? AND ({ranges})`
+	reassignLock    = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
 	reassignSet     = `
-UPDATE {task} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
+UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
 WHERE topic = ? AND state <> ? AND ({ranges})`
 	reassignAll = `
 UPDATE {task} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
@@ -88,43 +135,67 @@ WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?`
 
 // Join releases one group: it counts the group's identifiers that have a
 // task in a state that makes them present ($3..), and releases the group's
-// Suspended tasks when all have.
+// Suspended tasks when all have. A released task keeps nothing of its
+// suspension: no owner, output or completion time.
 const (
 	joinPresent = `
 SELECT COUNT(DISTINCT identifier) FROM {task}
 WHERE topic = ? AND identifier IN ({list}) AND state IN ({states})`
-	joinRelease = `UPDATE {task} SET state = 1 WHERE topic = ? AND state = 4 AND identifier IN ({list})`
+	joinRelease = `
+UPDATE {task} SET state = 1, owner = NULL, output = NULL, completed = NULL
+WHERE topic = ? AND state = 4 AND identifier IN ({list})`
 )
 
-// Owners. Durations are parameters in microseconds. A row locked by its
-// owner's transaction belongs to a live owner, so expiry skips it.
+// Owners. A row locked by its owner's transaction belongs to a live owner,
+// so expiry skips it.
 const (
-	register   = `{insert} {owner} (owner) VALUES (?){ignore}`
-	heartbeat  = `UPDATE {owner} SET heartbeat = {now} WHERE owner = ?`
-	owners     = `SELECT owner FROM {owner} WHERE owner <> ? AND heartbeat > {ago}`
-	expireLock = `
+	register         = `{insert} {owner} (owner, heartbeat, incarnation) VALUES (?, {now}, ?){ignore}`
+	reregister       = `UPDATE {owner} SET heartbeat = {now}, incarnation = ? WHERE owner = ?`
+	priorIncarnation = `SELECT COALESCE(incarnation, '') FROM {owner} WHERE owner = ?`
+	heartbeat        = `UPDATE {owner} SET heartbeat = {now} WHERE owner = ?`
+	owners           = `SELECT owner FROM {owner} WHERE owner <> ? AND heartbeat >= {ago}`
+	expireLock       = `
 SELECT a.topic, a.sequence FROM {task} AS a
 WHERE a.state = 0 AND a.owner <> ?
-  AND NOT EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = a.owner AND o.heartbeat >= {ago})
-ORDER BY a.sequence{lock}`
-	expireSet   = `UPDATE {task} SET state = 2 WHERE topic = ? AND state = 0 AND sequence IN ({list})`
-	purgeOwners = `
+  AND NOT EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = a.owner AND o.heartbeat >= {ago}){topicFilter}
+ORDER BY a.sequence{skip}`
+	expireOwnLock = `SELECT a.topic, a.sequence FROM {task} AS a WHERE a.state = 0 AND a.owner = ?{topicFilter} ORDER BY a.sequence{wait}`
+	expireSet     = `UPDATE {task}{primary} SET state = 2 WHERE topic = ? AND state = 0 AND sequence IN ({list})`
+	purgeOwners   = `
 DELETE FROM {owner}
 WHERE owner <> ? AND heartbeat < {ago}
-  AND NOT EXISTS (SELECT 1 FROM {task} AS t WHERE t.state = 0 AND t.owner = task_owner.owner)`
+  AND NOT EXISTS (SELECT 1 FROM {task} AS t WHERE t.state = 0 AND t.owner = {owner}.owner)`
+	// On PostgreSQL, where polls record holds: the topics in which owners
+	// other than $1 that are silent (or not registered) may hold Active
+	// tasks, the topics that an owner holds, the silent owners with their
+	// topics, which of those hold Active tasks, and the deletion of the
+	// others with their holds.
+	silentHolds = `
+SELECT h.owner, h.topic FROM {hold} AS h
+WHERE h.owner <> ? AND NOT EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = h.owner AND o.heartbeat >= {ago})`
+	ownHolds     = `SELECT owner, topic FROM {hold} WHERE owner = ?`
+	silentOwners = `
+SELECT o.owner, h.topic FROM {owner} AS o LEFT JOIN {hold} AS h ON h.owner = o.owner
+WHERE o.owner <> ? AND o.heartbeat < {ago}`
+	activeOwners = `SELECT DISTINCT owner FROM {task} WHERE topic IN ({list}) AND state = 0 AND owner IN ({owners})`
+	dropOwners   = `DELETE FROM {owner} WHERE owner IN ({list}) AND owner <> ? AND heartbeat < {ago}`
+	dropHolds    = `DELETE FROM {hold} WHERE owner IN ({list}) AND NOT EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = {hold}.owner)`
 )
 
 // Topics. Deleting a topic deletes its tasks by the schema's own means (a
-// partition dropped, a trigger, a foreign key).
+// partition closed, a trigger, a foreign key).
 const (
-	initialize = `{insert} {topic} (topic) VALUES (?){ignore}`
-	topics     = `SELECT topic FROM {topic}`
-	destroy    = `DELETE FROM {topic} WHERE topic = ?`
-	purgeAll   = `DELETE FROM {task} WHERE topic = ?`
-	purge      = `DELETE FROM {task} WHERE topic = ? AND sequence BETWEEN ? AND ? AND state IN ({list})`
+	initialize  = `{insert} {topic} (topic) VALUES (?){ignore}`
+	topics      = `SELECT topic FROM {topic}`
+	destroy     = `DELETE FROM {topic} WHERE topic = ?`
+	purgeAll    = `DELETE FROM {task} WHERE topic = ?`
+	purge       = `DELETE FROM {task} WHERE topic = ? AND sequence BETWEEN ? AND ? AND state IN ({list})`
+	purgeBefore = `DELETE FROM {task} WHERE topic = ? AND created <= ? AND state IN ({list})`
 )
 
 // Reads. {filters} holds the conditions of the filters that are not empty.
+// Counts, results and resolutions read the topics of {topicFilter}: one,
+// all, or on PostgreSQL a few dozen at a time.
 const (
 	infoColumns = `sequence, identifier, COALESCE(input, ''), state, descent, COALESCE(owner, ''),
        COALESCE(reference, ''), COALESCE(output, ''), created, completed`
@@ -132,71 +203,68 @@ const (
 SELECT ` + infoColumns + ` FROM {task}
 WHERE topic = ? AND sequence {beyond} ?{filters}
 ORDER BY sequence {direction} LIMIT ?`
-	lookup = `SELECT ` + infoColumns + ` FROM {task} WHERE topic = ? AND sequence = ?`
-	// count lists every registered topic that passes the topic filter, with
-	// the summary of each state that has tasks.
-	count = `
-SELECT p.topic, c.state, c.n, c.bound
-FROM {topic} AS p
-LEFT JOIN (
-    SELECT topic, state, COUNT(*) AS n, MAX(sequence) AS bound
-    FROM ({candidates}) AS k
-    WHERE 1 = 1{states}
-    GROUP BY topic, state) AS c ON c.topic = p.topic
-WHERE 1 = 1{topicFilter}`
-	countTotal = `SELECT topic, state, sequence FROM {task} WHERE sequence BETWEEN ? AND ?{filters}`
-	// Recent keeps the highest sequence of each identifier among the
-	// candidates before the state filter applies.
+	lookup      = `SELECT ` + infoColumns + ` FROM {task} WHERE topic = ? AND sequence = ?`
+	knownTopic  = `SELECT topic FROM {topic} WHERE topic = ?`
+	countTotal  = `SELECT topic, state, sequence FROM {task} WHERE sequence BETWEEN ? AND ?{topicFilter}{filters}`
 	countRecent = `
 SELECT topic, state, sequence FROM (
     SELECT topic, state, sequence,
            ROW_NUMBER() OVER (PARTITION BY topic, identifier ORDER BY sequence DESC) AS recency
-    FROM {task} WHERE sequence BETWEEN ? AND ?{filters}) AS w
+    FROM {task} WHERE sequence BETWEEN ? AND ?{topicFilter}{filters}) AS w
 WHERE recency = 1`
+	// count counts the candidates per topic and state; Recent keeps the
+	// highest sequence of each identifier among the candidates before the
+	// state filter applies.
+	count = `
+SELECT topic, state, COUNT(*), MAX(sequence) FROM ({candidates}) AS k
+WHERE 1 = 1{states}
+GROUP BY topic, state`
 	// A task pushed Suspended has no completion time and is not counted.
 	results = `
-SELECT p.topic, c.state, c.n
-FROM {topic} AS p
-LEFT JOIN (
-    SELECT topic, state, COUNT(*) AS n FROM {task}
-    WHERE state BETWEEN 3 AND 6 AND completed BETWEEN ? AND ?
-    GROUP BY topic, state) AS c ON c.topic = p.topic`
-	resolveFollowing = `SELECT MIN(sequence) FROM {task} WHERE created >= ?`
-	resolvePreceding = `SELECT MAX(sequence) FROM {task} WHERE created <= ?`
+SELECT topic, state, COUNT(*) FROM {task}
+WHERE state BETWEEN 3 AND 6 AND completed BETWEEN ? AND ?{topicFilter}
+GROUP BY topic, state`
+	resolveFollowing = `SELECT MIN(sequence) FROM {task} WHERE created >= ?{topicFilter}`
+	resolvePreceding = `SELECT MAX(sequence) FROM {task} WHERE created <= ?{topicFilter}`
 )
 
 // queries holds the SQL of a repository, its dialect's tokens substituted.
 type queries struct {
-	pushTopic, pushOlder, pushInsert             string
-	pushDelete, pushRedundant                    string
-	poll                                         [2][2]string // by Order, then unconditional / conditional
-	pollMark, pollLock, ownerExists              string
-	completeLock, completeSet                    string
-	reviveLock, reviveSpan                       string
-	revivalReset, revivalRecreate                string
-	reassignLock, reassignSet, reassignAll       string
-	joinPresent, joinRelease                     string
-	register, heartbeat, owners, expireLock      string
-	expireSet, purgeOwners                       string
-	initialize, topics, destroy, purgeAll, purge string
-	refresh, writeLock, lookup                   string
-	page                                         [2]string // by Direction
-	count                                        [2]string // by Snapshot
-	results, resolveFollowing, resolvePreceding  string
+	pushTopic, pushOlder, pushOlderRead, pushOlderPoints string
+	pushInsert, pushRow, pushDelete, pushRedundant       string
+	advisoryShared, advisoryExclusive                    string
+	advisoryIdentifiers, advisoryPolls, lockBuckets      string
+	poll, pollRead                                       [2][2]string // by Order, then unconditional / conditional
+	pollPoints                                           [2]string    // by Order
+	pollMark, pollHold, ownerExists                      string
+	completeLock, completeSet, releaseSet                string
+	reviveLock, reviveSpan                               string
+	revivalReset, revivalRecreate                        string
+	reassignLock, reassignSet, reassignAll               string
+	joinPresent, joinRelease                             string
+	register, reregister, priorIncarnation, heartbeat    string
+	owners, expireLock, expireOwnLock, expireSet         string
+	purgeOwners, silentHolds, ownHolds, silentOwners     string
+	activeOwners, dropOwners, dropHolds                  string
+	initialize, topics, destroy, purgeAll, purge         string
+	purgeBefore, refresh, writeLock, lookup, knownTopic  string
+	page                                                 [2]string // by Direction
+	count                                                [2]string // by Snapshot
+	results, resolveFollowing, resolvePreceding          string
 }
 
 // newQueries returns the queries of d on the tables of schema (quoted; empty
 // for the connection's own), skipping locked rows unless exclusive.
 func newQueries(d *dialect, schema string, exclusive bool) queries {
-	qualify := func(table string) string {
+	qualify := func(name string) string {
 		if schema == "" {
-			return table
+			return name
 		}
-		return schema + "." + d.quoteIdentifier(table)
+		return schema + "." + d.quoteIdentifier(name)
 	}
-	lock := d.forUpdate
-	if lock != "" && !exclusive {
-		lock += " SKIP LOCKED"
+	skip := d.forUpdate
+	if skip != "" && !exclusive {
+		skip += " SKIP LOCKED"
 	}
 	returning := ""
 	if d.returning {
@@ -204,37 +272,46 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	}
 	sub := strings.NewReplacer(
 		"{task}", qualify("task"), "{topic}", qualify("task_topic"), "{owner}", qualify("task_owner"),
-		"{now}", d.now, "{ago}", d.ago, "{greatest}", d.greatest, "{lock}", lock, "{wait}", d.forUpdate,
-		"{share}", d.share, "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
+		"{hold}", qualify("task_hold"), "{lock}", qualify("task_lock"), "{analyze}", qualify("task_analyze"),
+		"{now}", d.now, "{ago}", d.ago, "{greatest}", d.greatest, "{skip}", skip, "{wait}", d.forUpdate,
+		"{share}", d.share, "{primary}", d.primary, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
 	).Replace
+	s := sub
 	v := func(template string, pairs ...string) string {
-		return sub(strings.NewReplacer(pairs...).Replace(template))
+		return s(strings.NewReplacer(pairs...).Replace(template))
 	}
 	var q queries
-	q.pushTopic, q.pushOlder, q.pushInsert = sub(pushTopic), sub(pushOlder), sub(pushInsert)
-	q.pushDelete, q.pushRedundant = sub(pushDelete), sub(pushRedundant)
+	q.pushTopic, q.pushOlder, q.pushOlderRead, q.pushOlderPoints = s(pushTopic), s(pushOlder), s(pushOlderRead), s(pushOlderPoints)
+	q.pushInsert, q.pushRow, q.pushDelete, q.pushRedundant = s(pushInsert), s(pushRow), s(pushDelete), s(pushRedundant)
+	q.advisoryShared, q.advisoryExclusive = s(advisoryShared), s(advisoryExclusive)
+	q.advisoryIdentifiers, q.advisoryPolls, q.lockBuckets = s(advisoryIdentifiers), s(advisoryPolls), s(lockBuckets)
 	for _, o := range []struct {
-		order              taskapi.Order
-		direction, earlier string
-	}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
+		order                      taskapi.Order
+		direction, earlier, beyond string
+	}{{taskapi.FIFO, "ASC", "<", ">"}, {taskapi.LIFO, "DESC", ">", "<"}} {
 		singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
-		q.poll[o.order][0] = v(pollCandidates, "{condition}", "", "{direction}", o.direction)
-		q.poll[o.order][1] = v(pollCandidates, "{condition}", singular, "{direction}", o.direction)
+		for i, condition := range []string{"", singular} {
+			q.poll[o.order][i] = v(pollCandidates, "{condition}", condition, "{direction}", o.direction)
+			q.pollRead[o.order][i] = v(pollRead, "{condition}", condition, "{direction}", o.direction, "{beyond}", o.beyond)
+		}
+		q.pollPoints[o.order] = v(pollPoints, "{direction}", o.direction)
 	}
-	q.pollMark, q.pollLock, q.ownerExists = sub(pollMark), sub(d.pollLock), sub(ownerExists)
-	q.completeLock, q.completeSet = sub(completeLock), sub(completeSet)
-	q.reviveLock, q.reviveSpan = sub(reviveLock), sub(reviveSpan)
-	q.revivalReset, q.revivalRecreate = sub(revivalReset), sub(revivalRecreate)
-	q.reassignLock, q.reassignSet, q.reassignAll = sub(reassignLock), sub(reassignSet), sub(reassignAll)
-	q.joinPresent, q.joinRelease = sub(joinPresent), sub(joinRelease)
-	q.register, q.heartbeat, q.owners, q.expireLock = sub(register), sub(heartbeat), sub(owners), sub(expireLock)
-	q.expireSet, q.purgeOwners = sub(expireSet), sub(purgeOwners)
-	q.initialize, q.topics, q.destroy, q.purgeAll, q.purge = sub(initialize), sub(topics), sub(destroy), sub(purgeAll), sub(purge)
-	q.refresh, q.writeLock, q.lookup = sub(d.refresh), sub(d.writeLock), sub(lookup)
+	q.pollMark, q.pollHold, q.ownerExists = s(pollMark), s(pollHold), s(ownerExists)
+	q.completeLock, q.completeSet, q.releaseSet = s(completeLock), s(completeSet), s(releaseSet)
+	q.reviveLock, q.reviveSpan = s(reviveLock), s(reviveSpan)
+	q.revivalReset, q.revivalRecreate = s(revivalReset), s(revivalRecreate)
+	q.reassignLock, q.reassignSet, q.reassignAll = s(reassignLock), s(reassignSet), s(reassignAll)
+	q.joinPresent, q.joinRelease = s(joinPresent), s(joinRelease)
+	q.register, q.reregister, q.priorIncarnation, q.heartbeat = s(register), s(reregister), s(priorIncarnation), s(heartbeat)
+	q.owners, q.expireLock, q.expireOwnLock, q.expireSet = s(owners), s(expireLock), s(expireOwnLock), s(expireSet)
+	q.purgeOwners, q.silentHolds, q.ownHolds, q.silentOwners = s(purgeOwners), s(silentHolds), s(ownHolds), s(silentOwners)
+	q.activeOwners, q.dropOwners, q.dropHolds = s(activeOwners), s(dropOwners), s(dropHolds)
+	q.initialize, q.topics, q.destroy, q.purgeAll, q.purge = s(initialize), s(topics), s(destroy), s(purgeAll), s(purge)
+	q.purgeBefore, q.refresh, q.writeLock, q.lookup, q.knownTopic = s(purgeBefore), s(d.refresh), s(d.writeLock), s(lookup), s(knownTopic)
 	q.page[taskapi.Forward] = v(page, "{beyond}", ">", "{direction}", "ASC")
 	q.page[taskapi.Backward] = v(page, "{beyond}", "<", "{direction}", "DESC")
 	q.count[taskapi.Total] = v(count, "{candidates}", countTotal)
 	q.count[taskapi.Recent] = v(count, "{candidates}", countRecent)
-	q.results, q.resolveFollowing, q.resolvePreceding = sub(results), sub(resolveFollowing), sub(resolvePreceding)
+	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
 	return q
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -100,60 +101,74 @@ func queryInfos(ctx context.Context, db DB, query string, args ...any) ([]taskap
 	return infos, rows.Err()
 }
 
-// Count counts tasks per registered topic and state within span.
+// Count counts tasks per registered topic and state within span. On
+// PostgreSQL it reads a few dozen topics at a time (see readChunks).
 func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error) {
 	err := check.Count(snapshot, filter)
 	if err != nil {
 		return nil, wrapf(err, "count tasks")
 	}
-	// The candidates: span, topic, reference and identifier; then the states.
-	candidates := newFilter(nil, filter.Reference, filter.Identifier)
-	topicFilter, args := "", []any{span.From, span.To}
-	if filter.Topic != "" {
-		candidates.sql = " AND topic = ?" + candidates.sql
-		topicFilter = " AND p.topic = ?"
-		args = append(args, filter.Topic)
-	}
-	states := newFilter(filter.States, "", "")
-	args = append(append(args, candidates.args...), states.args...)
-	if filter.Topic != "" {
-		args = append(args, filter.Topic)
-	}
-	query := r.expand(r.q.count[snapshot], "{filters}", candidates.sql, "{states}", states.sql, "{topicFilter}", topicFilter)
-	rows, err := db.QueryContext(ctx, query, args...)
+	topics, err := r.countedTopics(ctx, db, filter.Topic)
 	if err != nil {
 		return nil, wrapf(err, "count tasks")
 	}
-	counts, err := scanCounts(rows)
+	counts := batch.Counts(topics)
+	// The candidates: span, topics, reference and identifier; then the states.
+	candidates := newFilter(nil, filter.Reference, filter.Identifier)
+	states := newFilter(filter.States, "", "")
+	err = r.eachChunk(ctx, db, topics, filter.Topic == "", func(db DB, chunk []string) error {
+		within, topicArgs := topicFilter(chunk)
+		query := r.expand(r.q.count[snapshot], "{topicFilter}", within, "{filters}", candidates.sql, "{states}", states.sql)
+		args := append(append(append([]any{span.From, span.To}, topicArgs...), candidates.args...), states.args...)
+		rows, err := db.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		return forEachRow(rows, func(scan func(...any) error) error {
+			var (
+				topic               string
+				state, count, bound int64
+			)
+			err := scan(&topic, &state, &count, &bound)
+			if counts[topic] != nil {
+				counts[topic][taskapi.State(state)] = taskapi.Summary{Count: count, Bound: bound}
+			}
+			return err
+		})
+	})
 	if err != nil {
 		return nil, wrapf(err, "count tasks")
 	}
 	return counts, nil
 }
 
-func scanCounts(rows *sql.Rows) (map[string]map[taskapi.State]taskapi.Summary, error) {
-	defer rows.Close()
-	counts := map[string]map[taskapi.State]taskapi.Summary{}
-	for rows.Next() {
-		var (
-			topic               string
-			state, count, bound sql.NullInt64
-		)
-		if err := rows.Scan(&topic, &state, &count, &bound); err != nil {
-			return nil, err
-		}
-		if counts[topic] == nil {
-			counts[topic] = map[taskapi.State]taskapi.Summary{}
-		}
-		if state.Valid {
-			counts[topic][taskapi.State(state.Int64)] = taskapi.Summary{Count: count.Int64, Bound: bound.Int64}
-		}
+// countedTopics returns the registered topics that a topic filter passes:
+// every one for no filter.
+func (r *Repository) countedTopics(ctx context.Context, db DB, only string) ([]string, error) {
+	if only == "" {
+		return r.allTopics(ctx, db)
 	}
-	return counts, rows.Err()
+	return queryStrings(ctx, db, r.expand(r.q.knownTopic), only)
+}
+
+// eachChunk calls read with the topics a statement reads: on PostgreSQL a few
+// dozen at a time (see readChunks); elsewhere once, with no topic (the
+// whole table) when all is set, else with the given topics.
+func (r *Repository) eachChunk(ctx context.Context, db DB, topics []string, all bool, read func(db DB, chunk []string) error) error {
+	switch {
+	case r.dialect.partitioned:
+		return r.readChunks(ctx, db, topics, read)
+	case all:
+		return read(db, nil)
+	case len(topics) == 0:
+		return nil
+	}
+	return read(db, topics)
 }
 
 // Results counts the completed tasks per registered topic and result, with a
-// completion time within [from, to]; a zero time is unbounded.
+// completion time within [from, to]; a zero time is unbounded. On
+// PostgreSQL it reads a few dozen topics at a time (see readChunks).
 func (r *Repository) Results(ctx context.Context, db DB, from, to time.Time) (map[string]map[taskapi.Result]int64, error) {
 	if from.IsZero() {
 		from = earliest
@@ -161,54 +176,95 @@ func (r *Repository) Results(ctx context.Context, db DB, from, to time.Time) (ma
 	if to.IsZero() {
 		to = latest
 	}
-	rows, err := db.QueryContext(ctx, r.expand(r.q.results), timeParameter(from), timeParameter(to))
+	topics, err := r.allTopics(ctx, db)
 	if err != nil {
 		return nil, wrapf(err, "count results")
 	}
-	results, err := scanResults(rows)
+	results := batch.ResultsOf(topics)
+	err = r.eachChunk(ctx, db, topics, true, func(db DB, chunk []string) error {
+		within, topicArgs := topicFilter(chunk)
+		rows, err := db.QueryContext(ctx, r.expand(r.q.results, "{topicFilter}", within),
+			append([]any{timeParameter(from), timeParameter(to)}, topicArgs...)...)
+		if err != nil {
+			return err
+		}
+		return forEachRow(rows, func(scan func(...any) error) error {
+			var (
+				topic        string
+				state, count int64
+			)
+			err := scan(&topic, &state, &count)
+			if result, ok := taskapi.State(state).Result(); ok && results[topic] != nil {
+				results[topic][result] = count
+			}
+			return err
+		})
+	})
 	if err != nil {
 		return nil, wrapf(err, "count results")
 	}
 	return results, nil
 }
 
-func scanResults(rows *sql.Rows) (map[string]map[taskapi.Result]int64, error) {
-	defer rows.Close()
-	results := map[string]map[taskapi.Result]int64{}
-	for rows.Next() {
-		var (
-			topic        string
-			state, count sql.NullInt64
-		)
-		if err := rows.Scan(&topic, &state, &count); err != nil {
-			return nil, err
-		}
-		if results[topic] == nil {
-			results[topic] = map[taskapi.Result]int64{}
-		}
-		if state.Valid {
-			result, _ := taskapi.State(state.Int64).Result()
-			results[topic][result] = count.Int64
-		}
-	}
-	return results, rows.Err()
-}
-
 // Resolve turns a time into a sequence: the lowest sequence created at or
 // after at, or MaxSequence (preceding false); the highest sequence created at
-// or before at, or Inception (preceding true).
+// or before at, or Inception (preceding true). On PostgreSQL it reads every
+// topic a few dozen at a time (see readChunks); PageAt of one topic reads
+// that topic only.
 func (r *Repository) Resolve(ctx context.Context, db DB, at time.Time, preceding bool) (int64, error) {
-	query, none := r.q.resolveFollowing, taskapi.MaxSequence
-	if preceding {
-		query, none = r.q.resolvePreceding, taskapi.Inception
+	var topics []string
+	if r.dialect.partitioned {
+		var err error
+		if topics, err = r.allTopics(ctx, db); err != nil {
+			return 0, wrapf(err, "resolve %v", at)
+		}
 	}
-	var sequence sql.NullInt64
-	err := db.QueryRowContext(ctx, r.expand(query), timeParameter(at)).Scan(&sequence)
-	switch {
-	case errors.Is(err, sql.ErrNoRows) || err == nil && !sequence.Valid:
-		return none, nil
-	case err != nil:
+	sequence, err := r.resolve(ctx, db, topics, true, at, preceding)
+	if err != nil {
 		return 0, wrapf(err, "resolve %v", at)
 	}
-	return sequence.Int64, nil
+	return sequence, nil
+}
+
+// resolve resolves at within topics, or all of them.
+func (r *Repository) resolve(ctx context.Context, db DB, topics []string, all bool, at time.Time, preceding bool) (int64, error) {
+	query, found := r.q.resolveFollowing, taskapi.MaxSequence
+	better := func(s int64) bool { return s < found }
+	if preceding {
+		query, found = r.q.resolvePreceding, taskapi.Inception
+		better = func(s int64) bool { return s > found }
+	}
+	err := r.eachChunk(ctx, db, topics, all, func(db DB, chunk []string) error {
+		within, topicArgs := topicFilter(chunk)
+		var sequence sql.NullInt64
+		err := db.QueryRowContext(ctx, r.expand(query, "{topicFilter}", within),
+			append([]any{timeParameter(at)}, topicArgs...)...).Scan(&sequence)
+		if err == nil && sequence.Valid && better(sequence.Int64) {
+			found = sequence.Int64
+		}
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return found, err
+}
+
+// PageAt pages tasks of topic from a point in time: going Forward from the
+// first task of the topic created at or after t, going Backward from the
+// last one created at or before t. It is taskapi.PageAt, which Go cannot
+// instantiate from a *sql.DB, reading the one topic.
+func (r *Repository) PageAt(ctx context.Context, db DB, topic string, listing taskapi.Listing, t time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
+	if err := check.Page(topic, listing, direction); err != nil {
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+	}
+	at, err := r.resolve(ctx, db, []string{topic}, false, t, direction == taskapi.Backward)
+	if err != nil {
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+	}
+	cursor, ok := batch.PageCursor(at, direction)
+	if !ok {
+		return nil, nil
+	}
+	return r.Page(ctx, db, topic, listing, cursor, size, direction)
 }

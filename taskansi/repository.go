@@ -2,8 +2,10 @@ package taskansi
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -30,15 +32,23 @@ type Repository struct {
 	owner   string
 	dialect *dialect
 	schema  string // the quoted schema name; empty: the connection's own
+	plain   string // the schema name as given, for the keys of locks
 	q       queries
+	// incarnation tells this value from others that register the same
+	// owner name, such as the same process started again.
+	incarnation string
+	wake        *wakeUps // which pushes notify their topic's channel
 }
 
 // Option configures a Repository.
 type Option func(*settings)
 
 type settings struct {
-	schema    *string
-	exclusive bool
+	schema       *string
+	exclusive    bool
+	wakeOff      bool
+	wakeInterval time.Duration
+	quiet        []string
 }
 
 // WithExclusive declares a single consumer: no query skips locked rows (no
@@ -55,6 +65,27 @@ func WithSchema(name string) Option {
 	return func(s *settings) { s.schema = &name }
 }
 
+// WithWakeUps sets, on PostgreSQL, the interval within which pushes of a
+// topic notify its channel (taskpg.TasksChannel of the schema) once: the
+// first push of a topic in an interval notifies, the others of the
+// interval do not; 0 notifies every push. It turns wake-ups on again after
+// WithoutWakeUps. Wake-ups are on by default, every 2 ms, as in package
+// taskpg, whose Notifier hears them. Other dialects have no channel and
+// ignore it (see PollNotifier).
+func WithWakeUps(interval time.Duration) Option {
+	return func(s *settings) { s.wakeOff, s.wakeInterval = false, interval }
+}
+
+// WithoutWakeUps turns notifying off: no push of this repository notifies.
+func WithoutWakeUps() Option {
+	return func(s *settings) { s.wakeOff = true }
+}
+
+// WithQuietTopics turns notifying off for pushes to topics.
+func WithQuietTopics(topics ...string) Option {
+	return func(s *settings) { s.quiet = append(s.quiet, topics...) }
+}
+
 // maxSchemaLength is the longest identifier of PostgreSQL and MySQL.
 const maxSchemaLength = 63
 
@@ -65,7 +96,7 @@ func New(d Dialect, owner string, opts ...Option) (*Repository, error) {
 	if err != nil {
 		return nil, fmt.Errorf("taskansi: new: %w: %w", err, taskapi.ErrInvalidArgument)
 	}
-	s := settings{schema: &spec.schema}
+	s := settings{schema: &spec.schema, wakeInterval: defaultWakeInterval}
 	for _, opt := range opts {
 		opt(&s)
 	}
@@ -75,16 +106,23 @@ func New(d Dialect, owner string, opts ...Option) (*Repository, error) {
 	if err := checkSchema(*s.schema); err != nil {
 		return nil, fmt.Errorf("taskansi: new: %w", err)
 	}
+	if s.wakeInterval < 0 {
+		return nil, fmt.Errorf("taskansi: new: wake-up interval %v is negative: %w", s.wakeInterval, taskapi.ErrInvalidArgument)
+	}
 	schema := ""
 	if *s.schema != "" {
 		schema = spec.quoteIdentifier(*s.schema)
 	}
-	return &Repository{owner: owner, dialect: spec, schema: schema, q: newQueries(spec, schema, s.exclusive)}, nil
+	q := newQueries(spec, schema, s.exclusive)
+	return &Repository{
+		owner: owner, dialect: spec, schema: schema, plain: *s.schema,
+		q: q, incarnation: rand.Text(), wake: newWakeUps(s, spec, q, *s.schema),
+	}, nil
 }
 
 func checkSchema(schema string) error {
 	if len(schema) > maxSchemaLength {
-		return fmt.Errorf("schema %q is over %d bytes long: %w", schema, maxSchemaLength, taskapi.ErrInvalidArgument)
+		return fmt.Errorf("schema %q is over %d bytes long: %w", check.Short(schema), maxSchemaLength, taskapi.ErrInvalidArgument)
 	}
 	return check.Text("schema", schema)
 }

@@ -3,7 +3,6 @@ package taskansi
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
@@ -23,13 +22,16 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 		return nil, nil
 	}
 	var revivals []taskapi.Revival
-	err = r.atomic(ctx, db, func(tx DB) error {
-		old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, size)
-		if err == nil {
-			slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
-			revivals, err = r.revive(ctx, tx, topic, how, old)
-		}
-		return err
+	err = r.retrying(ctx, db, func(db DB) error {
+		points := r.pointLocks(db)
+		return r.atomic(ctx, db, func(tx DB) error {
+			old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, size)
+			if err == nil {
+				slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
+				revivals, err = r.revive(ctx, tx, topic, how, old, points)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
@@ -50,23 +52,29 @@ func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how t
 	position, sequences := batch.Positions(tasks)
 	ranges := seqrange.Ranges(sequences)
 	var revivals []taskapi.Revival
-	err = r.atomic(ctx, db, func(tx DB) error {
-		var old []revived
-		err := batch.Split(ranges, chunk, func(piece []taskapi.Range) error {
-			query := r.expand(r.q.reviveLock, "{ranges}", rangeMarks(len(piece)))
-			found, err := queryRevived(ctx, tx, query, rangeArgs([]any{topic}, piece)...)
-			old = append(old, found...)
+	err = r.retrying(ctx, db, func(db DB) error {
+		points := r.pointLocks(db)
+		return r.atomic(ctx, db, func(tx DB) error {
+			var old []revived
+			err := r.splitRanges(ranges, func(marks string, bounds []any) error {
+				found, err := queryRevived(ctx, tx, r.expand(r.q.reviveLock, "{ranges}", marks), append([]any{topic}, bounds...)...)
+				old = append(old, found...)
+				return err
+			})
+			if err == nil && len(old) != len(position) {
+				locked := make([]int64, len(old))
+				for i, t := range old {
+					locked[i] = t.Sequence
+				}
+				err = stateError(topic, ranges, locked, taskapi.ErrStateMismatch)
+			}
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(position[a.Sequence], position[b.Sequence]) })
+			revivals, err = r.revive(ctx, tx, topic, how, old, points)
 			return err
 		})
-		if err == nil && len(old) != len(position) {
-			err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", len(position), taskapi.ErrStateMismatch)
-		}
-		if err != nil {
-			return err
-		}
-		slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(position[a.Sequence], position[b.Sequence]) })
-		revivals, err = r.revive(ctx, tx, topic, how, old)
-		return err
 	})
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
@@ -82,7 +90,7 @@ type revived struct {
 
 // revive changes the locked tasks old, in the order of the revivals, and
 // pushes their successors for the modes that push.
-func (r *Repository) revive(ctx context.Context, tx DB, topic string, how taskapi.Revivification, old []revived) ([]taskapi.Revival, error) {
+func (r *Repository) revive(ctx context.Context, tx DB, topic string, how taskapi.Revivification, old []revived, points bool) ([]taskapi.Revival, error) {
 	if len(old) == 0 {
 		return nil, nil
 	}
@@ -109,7 +117,7 @@ func (r *Repository) revive(ctx context.Context, tx DB, topic string, how taskap
 	for i, t := range old {
 		creations[i] = taskapi.Creation{Identifier: t.Identifier, Input: t.Input, Reference: t.reference}
 	}
-	current, err := r.insert(ctx, tx, topic, insertion, creations)
+	current, err := r.insert(ctx, tx, topic, insertion, creations, points)
 	if err != nil {
 		return nil, err
 	}
@@ -146,22 +154,20 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 	if len(assignments) == 0 {
 		return nil
 	}
-	runs, n := batch.Results(assignments)
-	err := r.atomic(ctx, db, func(tx DB) error {
-		matched, err := r.countLocked(ctx, tx, r.q.reassignLock, []any{topic}, rangesOf(runs))
-		if err == nil && matched != n {
-			err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", n, taskapi.ErrStateMismatch)
-		}
-		if err != nil {
-			return err
-		}
-		for result, ranges := range byKey(runs) {
-			state := int(result.State())
-			if err := r.execRanges(ctx, tx, r.q.reassignSet, []any{state, topic, state}, ranges); err != nil {
+	runs, _ := batch.Results(assignments)
+	err := r.retrying(ctx, db, func(db DB) error {
+		return r.atomic(ctx, db, func(tx DB) error {
+			if err := r.lockNamed(ctx, tx, r.q.reassignLock, topic, []any{topic}, rangesOf(runs), taskapi.ErrStateMismatch); err != nil {
 				return err
 			}
-		}
-		return nil
+			for result, ranges := range byKey(runs) {
+				state := int(result.State())
+				if err := r.execRanges(ctx, tx, r.q.reassignSet, r.args(state, now{}, topic, state), ranges); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)
@@ -179,7 +185,11 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 	if from == to.State() || span.Empty() {
 		return 0, nil
 	}
-	n, err := affected(db.ExecContext(ctx, r.expand(r.q.reassignAll), int(to.State()), topic, int(from), span.From, span.To))
+	var n int64
+	err = r.retrying(ctx, db, func(db DB) (err error) {
+		n, err = affected(db.ExecContext(ctx, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To)...))
+		return err
+	})
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}

@@ -2,14 +2,16 @@ package taskansi
 
 import (
 	"context"
-	"slices"
+	"fmt"
+	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 // Initialize registers topic and reports whether it was newly registered. On
-// PostgreSQL the schema's trigger creates the topic's partition.
+// PostgreSQL the schema's trigger creates the topic's partition apart and
+// attaches it, which locks no other topic's tasks.
 func (r *Repository) Initialize(ctx context.Context, db DB, topic string) (bool, error) {
 	return r.execTopic(ctx, db, r.q.initialize, "initialize topic %q", topic)
 }
@@ -23,7 +25,11 @@ func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic 
 	if err := check.Topic(topic); err != nil {
 		return false, wrapf(err, format, topic)
 	}
-	n, err := affected(db.ExecContext(ctx, r.expand(query), topic))
+	var n int64
+	err := r.retrying(ctx, db, func(db DB) (err error) {
+		n, err = affected(db.ExecContext(ctx, r.expand(query), topic))
+		return err
+	})
 	if err != nil {
 		return false, wrapf(err, format, topic)
 	}
@@ -32,11 +38,10 @@ func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic 
 
 // Topics lists the registered topics, sorted.
 func (r *Repository) Topics(ctx context.Context, db DB) ([]string, error) {
-	names, err := queryStrings(ctx, db, r.expand(r.q.topics))
+	names, err := r.allTopics(ctx, db)
 	if err != nil {
 		return nil, wrapf(err, "list topics")
 	}
-	slices.Sort(names)
 	return names, nil
 }
 
@@ -45,7 +50,11 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 	if err := check.Topic(topic); err != nil {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
-	if _, err := db.ExecContext(ctx, r.expand(r.q.purgeAll), topic); err != nil {
+	err := r.retrying(ctx, db, func(db DB) error {
+		_, err := db.ExecContext(ctx, r.expand(r.q.purgeAll), topic)
+		return err
+	})
+	if err != nil {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
 	return nil
@@ -74,18 +83,74 @@ func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskap
 		return 0, nil
 	}
 	query := r.expand(r.q.purge, "{list}", marks(len(states)))
-	n, err := affected(db.ExecContext(ctx, query, appendArgs([]any{topic, span.From, span.To}, ordinals(states)...)...))
+	n, err := r.deleted(ctx, db, query, appendArgs([]any{topic, span.From, span.To}, ordinals(states)...))
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q", topic)
 	}
 	return n, nil
 }
 
-// Refresh gathers the planner statistics of the tables (ANALYZE).
+// PurgeBefore purges, in the default states Failed to Redundant, every task of
+// topic created at or before t, and none created after it, in one statement:
+// taskapi.PurgeBefore, which Go cannot instantiate from a *sql.DB.
+func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t time.Time) (int64, error) {
+	if err := check.Topic(topic); err != nil {
+		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
+	}
+	query := r.expand(r.q.purgeBefore, "{list}", marks(len(defaultPurged)))
+	n, err := r.deleted(ctx, db, query, appendArgs([]any{topic, timeParameter(t)}, ordinals(defaultPurged)...))
+	if err != nil {
+		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
+	}
+	return n, nil
+}
+
+// errRefreshCommits is Refresh's error inside a caller's transaction on MySQL.
+var errRefreshCommits = fmt.Errorf("ANALYZE TABLE would commit your transaction: call Refresh outside a transaction: %w", taskapi.ErrInvalidArgument)
+
+// deleted runs a statement that deletes tasks and returns how many it did.
+func (r *Repository) deleted(ctx context.Context, db DB, query string, args []any) (int64, error) {
+	var n int64
+	err := r.retrying(ctx, db, func(db DB) (err error) {
+		n, err = affected(db.ExecContext(ctx, query, args...))
+		return err
+	})
+	return n, err
+}
+
+// Refresh gathers the planner statistics of the tables (ANALYZE); on
+// PostgreSQL those of the partitions of every topic, a few dozen at a time,
+// through a function of the schema that has the right to. On MySQL, whose
+// ANALYZE TABLE commits the transaction it runs in, it refuses a caller's
+// transaction with ErrInvalidArgument.
 func (r *Repository) Refresh(ctx context.Context, db DB) error {
-	rows, err := db.QueryContext(ctx, r.expand(r.q.refresh)) // MySQL reports a row per table
-	if err == nil {
-		err = rows.Close()
+	if r.dialect.refreshCommits {
+		db, err := r.handle(ctx, db)
+		if err != nil {
+			return wrapf(err, "refresh statistics")
+		}
+		if inside(db) {
+			return wrapf(errRefreshCommits, "refresh statistics")
+		}
+	}
+	refresh := func(db DB, chunk []string) (int64, error) {
+		rows, err := db.QueryContext(ctx, r.expand(r.q.refresh, "{list}", marks(len(chunk))), appendArgs(nil, chunk...)...)
+		if err == nil { // MySQL reports a row per table
+			err = rows.Close()
+		}
+		return 0, err
+	}
+	var err error
+	if r.dialect.partitioned {
+		var names []string
+		if names, err = r.allTopics(ctx, db); err == nil {
+			_, err = r.writeChunks(ctx, db, names, refresh)
+		}
+	} else {
+		err = r.retrying(ctx, db, func(db DB) error {
+			_, err := refresh(db, nil)
+			return err
+		})
 	}
 	if err != nil {
 		return wrapf(err, "refresh statistics")

@@ -12,6 +12,8 @@
 // transaction is still usable.
 //
 // Conditions that callers branch on are reported with the sentinel errors
-// ErrUnknownTopic, ErrUnknownOwner, ErrNotActive, ErrStateMismatch and
-// ErrInvalidArgument; test for them with errors.Is.
+// ErrUnknownTopic, ErrUnknownOwner, ErrNotActive, ErrStateMismatch,
+// ErrInvalidArgument and ErrConflict; test for them with errors.Is. A
+// *StateError, reached with errors.As, names the tasks that made a
+// Complete, ReviveTasks or Reassign fail.
 package taskapi

@@ -22,8 +22,14 @@ func parseEnum[E ~int](names []string, kind, s string) (E, error) {
 			return E(i), nil
 		}
 	}
+	if len(s) > maxShownName { // keep a huge argument out of the message
+		s = strings.ToValidUTF8(s[:maxShownName], "") + "…"
+	}
 	return 0, fmt.Errorf("unknown %s %q: %w", kind, s, ErrInvalidArgument)
 }
+
+// maxShownName is how many bytes of a bad enum name an error repeats.
+const maxShownName = 64
 
 func normalizeName(s string) string {
 	return strings.ToUpper(strings.ReplaceAll(s, "_", ""))

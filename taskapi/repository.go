@@ -27,6 +27,17 @@ type Source[Tx any] interface {
 	Complete(ctx context.Context, tx Tx, topic string, completions ...Completion) error
 }
 
+// Releaser gives tasks back to the queue.
+type Releaser[Tx any] interface {
+	// Release makes Active tasks of this owner Ready again, as if they had
+	// not been polled: no owner, descent, output and completion time as they
+	// were, no result recorded. A consumer releases what it was interrupted
+	// on (stopping, say) rather than failing it. Every task must be Active
+	// and owned by this owner, else it fails with ErrNotActive (a
+	// *StateError that names the others) and changes nothing.
+	Release(ctx context.Context, tx Tx, topic string, tasks ...Task) error
+}
+
 // Reviver brings finished or expired tasks back.
 type Reviver[Tx any] interface {
 	// Revive revives up to size tasks of topic in state (Expired to
@@ -48,6 +59,7 @@ type Juncture[Tx any] interface {
 type Repository[Tx any] interface {
 	Sink[Tx]
 	Source[Tx]
+	Releaser[Tx]
 	Reviver[Tx]
 	Juncture[Tx]
 

@@ -1,10 +1,12 @@
 // Package taskpg is the PostgreSQL implementation of taskrepo on pgx/v5.
 //
 // A Repository implements taskapi.Repository[DB], where DB is a
-// *pgxpool.Pool, a *pgx.Conn or a pgx.Tx. Pass a transaction to make a call
-// part of your own unit of work; pass a pool or a connection to let each call
-// commit on its own. The repository never commits or rolls back a caller's
-// transaction.
+// *pgxpool.Pool, a *pgxpool.Conn, a *pgx.Conn or a pgx.Tx. Pass a
+// transaction to make a call part of your own unit of work; pass a pool or a
+// connection to let each call commit on its own. The repository never
+// commits or rolls back a transaction that it did not begin: it asks a
+// connection for its transaction status, so that a transaction begun with a
+// plain BEGIN is the caller's too.
 //
 // # Schema
 //
@@ -20,13 +22,18 @@
 // ErrNotActive, ErrStateMismatch, ...). Most calls are one statement written
 // so that it is all-or-nothing by construction: it checks, for instance, that
 // every named task is in the expected state before it changes any, and
-// writes nothing otherwise. The few calls that need several statements
+// writes nothing otherwise. The calls that need several statements
 // (revivals that push new tasks, PurgeAll, an Append of many tasks, which
-// draws their sequences and then copies them in) run them inside a
-// transaction of their own, which pgx turns into a savepoint inside a
-// caller's transaction.
+// draws their sequences and then copies them in) run them as a unit: a
+// transaction of their own, or a savepoint of their own inside a caller's
+// transaction, which they release or roll back to even once the call's
+// context is done (for at most ten seconds). Statements that must see what
+// others committed before them (a conditional poll, a push that marks older
+// tasks) go in one round trip after the statement that takes their lock.
 // An error of the server itself (a lost connection, a cancelled statement, a
 // deadlock) aborts the caller's transaction as PostgreSQL always does.
+// Deadlocks and serialization failures are taskapi.ErrConflict; a call that
+// ran in a transaction of its own retries them a few times first.
 //
 // # Concurrency
 //
@@ -34,6 +41,17 @@
 // SKIP LOCKED), and so do the insertion modes when they mark or delete older
 // tasks, revivals by state and Expire. WithExclusive turns skipping off for a
 // single consumer, which then waits for such locks instead.
+//
+// Pushes that mark or delete older tasks (Replace, Supersede, Delete) of the
+// same identifier in one topic take turns on advisory locks of the
+// identifiers (of the topic, for a push of many identifiers), held until
+// the transaction ends, so that neither leaves an older task live that it
+// should have changed. Appends, polls and completions take none.
+//
+// Every statement on tasks names its topic and is planned for its arguments
+// each time, so that it locks one partition; calls that span topics read or
+// change a few dozen partitions per statement. With thousands of topics no
+// call runs out of PostgreSQL's lock table (see the README).
 //
 // Conditional polls (the SingularByIdentifier conditions) of one topic are
 // serialized with a transaction-level advisory lock on the topic, taken

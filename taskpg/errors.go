@@ -1,13 +1,12 @@
 package taskpg
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -19,8 +18,13 @@ func mapError(err error) error {
 		return err
 	}
 	switch pgErr.Code {
+	case "40001", // serialization_failure
+		"40P01": // deadlock_detected
+		return fmt.Errorf("%w: %w", taskapi.ErrConflict, err)
 	case "23514": // check_violation
-		if pgErr.ConstraintName == "" { // no partition of task for the row's topic
+		switch pgErr.ConstraintName {
+		case "", // no partition of task for the row's topic
+			"task_destroyed": // the partition of a destroyed topic
 			return fmt.Errorf("%w: %w", taskapi.ErrUnknownTopic, err)
 		}
 		return fmt.Errorf("%w: %w", taskapi.ErrInvalidArgument, err)
@@ -28,30 +32,20 @@ func mapError(err error) error {
 		"22P05", // untranslatable_character
 		"22001": // string_data_right_truncation: over a column's length
 		return fmt.Errorf("%w: %w", taskapi.ErrInvalidArgument, err)
+	case "53200": // out_of_memory, from the lock table
+		return fmt.Errorf("%w (%s)", err, check.LockTableFull)
 	}
 	return err
 }
 
-// wrapf wraps err, mapped by mapError, with the package name and a description
-// of the call.
+// wrapf wraps err, mapped by mapError, with the package name and a
+// description of the call. Text arguments are shortened (check.Short), so
+// that a message never repeats a huge argument in full.
 func wrapf(err error, format string, args ...any) error {
+	for i, arg := range args {
+		if s, ok := arg.(string); ok {
+			args[i] = check.Short(s)
+		}
+	}
 	return fmt.Errorf("taskpg: %s: %w", fmt.Sprintf(format, args...), mapError(err))
-}
-
-// inTx runs fn inside a transaction of its own: a real one on a pool or a
-// connection, a savepoint inside a caller's transaction. When fn fails, it
-// rolls back, even once ctx is done, so that a caller's transaction stays
-// usable.
-func inTx(ctx context.Context, db DB, fn func(tx pgx.Tx) error) error {
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	if err = fn(tx); err == nil {
-		err = tx.Commit(ctx)
-	}
-	if err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx)) // the error of fn or Commit is the one to report
-	}
-	return err
 }

@@ -2,6 +2,8 @@ package taskpg
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -233,4 +235,11 @@ WHERE generic_plans > 0 AND statement ~* '^\s*(WITH .*)?UPDATE'`)
 	for _, statement := range generic {
 		t.Errorf("ran from a generic plan:%s", statement)
 	}
+}
+
+// partition returns the name of the partition of topic, as the schema's
+// trigger names it.
+func partition(topic string) string {
+	sum := md5.Sum([]byte(topic))
+	return "task_" + hex.EncodeToString(sum[:])
 }

@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -18,7 +15,8 @@ import (
 
 // Poll marks up to size Ready tasks of topic Active with this owner, in one
 // statement, and returns them in poll order. A conditional poll first takes
-// the topic's advisory lock (see the package documentation).
+// the topic's advisory lock, in the same round trip (see the package
+// documentation).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
 	order, condition, err := check.Poll(topic, opts)
 	if err != nil {
@@ -27,10 +25,13 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 	if size < 1 {
 		return nil, nil
 	}
-	tasks, err := r.poll(ctx, db, topic, size, order, condition)
-	if err == nil && len(tasks) == 0 {
-		err = r.mustExist(ctx, db)
-	}
+	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
+		tasks, err := r.poll(ctx, db, topic, size, order, condition)
+		if err == nil && len(tasks) == 0 {
+			err = r.mustExist(ctx, db)
+		}
+		return tasks, err
+	})
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}
@@ -43,93 +44,37 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 	return tasks, nil
 }
 
+// PollOne polls a single task of topic and reports false when none was
+// ready: taskapi.PollOne, which Go cannot instantiate from a pool.
+func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...taskapi.PollOption) (taskapi.Task, bool, error) {
+	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
+}
+
 func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, order taskapi.Order, condition taskapi.Condition) ([]taskapi.Task, error) {
 	if condition == taskapi.Unconditional {
-		// QueryExecModeExec plans every poll for its values and the table
-		// as it is now: a cached generic plan, made while the partition was
-		// small and had no statistics, scanned it sequentially ever after
-		// (the bench's paced run fell to half of River's rate).
-		rows, _ := db.Query(ctx, r.q.poll[order][0], pgx.QueryExecModeExec, topic, r.owner, size)
+		rows, _ := query(ctx, db, r.q.poll[order][0], topic, r.owner, size)
 		return pgx.CollectRows(rows, scanTask)
 	}
+	// The lock and the poll in one round trip: outside a transaction they
+	// share an implicit one, which holds the lock until the poll is
+	// committed, and the poll's snapshot is taken once the lock is held.
 	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
-	if conn, release, ok := pgConn(ctx, db); ok {
-		defer release()
-		return r.pollLocked(ctx, conn, topic, size, r.q.poll[order][1], blocking)
-	}
-	var tasks []taskapi.Task
-	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, r.q.pollLock, r.lockKey(topic)); err != nil {
-			return err
-		}
-		rows, _ := tx.Query(ctx, r.q.poll[order][1], pgx.QueryExecModeExec, topic, r.owner, size, blocking)
-		var err error
-		tasks, err = pgx.CollectRows(rows, scanTask)
-		return err
-	})
+	var (
+		tasks []taskapi.Task
+		t     taskapi.Task
+	)
+	err := pipeline(ctx, db,
+		step{sql: pollLock, args: []any{r.pollKey(topic)}},
+		step{sql: r.q.poll[order][1], args: []any{topic, r.owner, size, blocking},
+			dest: []any{&t.Sequence, &t.Identifier, &t.Input},
+			each: func() error { tasks = append(tasks, t); return nil }})
 	return tasks, err
 }
 
-// pollLocked takes the topic's advisory lock and runs the conditional poll
-// query in one round trip: two statements in a pipeline that ends in one
-// Sync. Outside a transaction they share an implicit one, which holds the
-// lock until the poll is committed, and the poll's snapshot is taken once
-// the lock is held. Both are unnamed statements, planned per call like the
-// unconditional poll; a pgx.Batch would run them from prepared statements,
-// whose generic plan PostgreSQL keeps once it has chosen it.
-func (r *Repository) pollLocked(ctx context.Context, conn *pgconn.PgConn, topic string, size int, query string, blocking []int16) ([]taskapi.Task, error) {
-	b := &pgconn.Batch{}
-	b.ExecParams(r.q.pollLock, [][]byte{[]byte(r.lockKey(topic))}, nil, nil, nil)
-	b.ExecParams(query, [][]byte{[]byte(topic), []byte(r.owner), strconv.AppendInt(nil, int64(size), 10), arrayText(blocking)}, nil, nil, nil)
-	results, err := conn.ExecBatch(ctx, b).ReadAll()
-	if err != nil {
-		return nil, err
-	}
-	rows := results[len(results)-1].Rows
-	tasks := make([]taskapi.Task, len(rows))
-	for i, row := range rows { // in text format: sequence, identifier, input
-		if tasks[i].Sequence, err = strconv.ParseInt(string(row[0]), 10, 64); err != nil {
-			return nil, fmt.Errorf("sequence %q: %w", row[0], err)
-		}
-		tasks[i].Identifier, tasks[i].Input = string(row[1]), string(row[2])
-	}
-	return tasks, nil
-}
-
-// lockKey is the text whose hash keys the advisory lock of a topic's
+// pollKey is the text whose hash keys the advisory lock of a topic's
 // conditional polls, shared with taskansi.
-func (r *Repository) lockKey(topic string) string {
+func (r *Repository) pollKey(topic string) string {
 	return r.schema + "." + topic
-}
-
-// pgConn returns the connection under db, idle between statements, and a
-// function that hands it back; false for a DB that is none of pgx's.
-func pgConn(ctx context.Context, db DB) (*pgconn.PgConn, func(), bool) {
-	switch db := db.(type) {
-	case *pgxpool.Pool:
-		c, err := db.Acquire(ctx)
-		if err != nil {
-			return nil, nil, false // the fallback reports the error
-		}
-		return c.Conn().PgConn(), c.Release, true
-	case *pgx.Conn:
-		return db.PgConn(), func() {}, true
-	case interface{ Conn() *pgx.Conn }: // pgx.Tx
-		return db.Conn().PgConn(), func() {}, true
-	}
-	return nil, nil, false
-}
-
-// arrayText writes ordinals as a PostgreSQL array literal.
-func arrayText(ords []int16) []byte {
-	b := []byte{'{'}
-	for i, o := range ords {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(o), 10)
-	}
-	return append(b, '}')
 }
 
 // mustExist returns ErrUnknownOwner unless this owner is registered.
@@ -139,7 +84,7 @@ func (r *Repository) mustExist(ctx context.Context, db DB) error {
 		return err
 	}
 	if !exists {
-		return fmt.Errorf("owner %q: %w", r.owner, taskapi.ErrUnknownOwner)
+		return fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
 	}
 	return nil
 }
@@ -151,7 +96,8 @@ func scanTask(row pgx.CollectableRow) (taskapi.Task, error) {
 }
 
 // Complete records the decisions in one statement that writes only when every
-// task is Active and owned by this owner.
+// task is Active and owned by this owner; otherwise the error, a
+// *taskapi.StateError, names the tasks that are not.
 func (r *Repository) Complete(ctx context.Context, db DB, topic string, completions ...taskapi.Completion) error {
 	if err := check.Completions(topic, completions); err != nil {
 		return wrapf(err, "complete tasks of %q", topic)
@@ -160,11 +106,13 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 		return nil
 	}
 	los, his, states, outputs, named := completeArgs(completions)
-	// Planned per call, like the poll: see Repository.poll.
-	tag, err := db.Exec(ctx, r.q.complete, pgx.QueryExecModeExec, topic, los, his, states, outputs, r.owner, named)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = fmt.Errorf("%d tasks, not all Active and owned by %q: %w", named, r.owner, taskapi.ErrNotActive)
-	}
+	_, err := retrying(ctx, db, func() (struct{}, error) {
+		tag, err := exec(ctx, db, r.q.complete, topic, los, his, states, outputs, r.owner, named)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = r.faults(ctx, db, r.q.completeFaults, topic, sequencesOf(los, his), taskapi.ErrNotActive, r.owner)
+		}
+		return struct{}{}, err
+	})
 	if err != nil {
 		return wrapf(err, "complete tasks of %q", topic)
 	}
@@ -184,4 +132,31 @@ func completeArgs(completions []taskapi.Completion) (los, his []int64, states []
 		states[i], outputs[i] = int16(run.Key.Result.State()), run.Key.Output
 	}
 	return los, his, states, outputs, named
+}
+
+// sequencesOf returns the sequences of the ranges from los to his.
+func sequencesOf(los, his []int64) []int64 {
+	var sequences []int64
+	for i, lo := range los {
+		for s := lo; s <= his[i]; s++ {
+			sequences = append(sequences, s)
+		}
+	}
+	return sequences
+}
+
+// faults returns the *taskapi.StateError of a call that found not every task
+// of sequences in the state it needs: faultQuery (completeFaults or
+// revivableFaults) names the ones out of state. When it finds none, as after
+// a concurrent change, the error names them all.
+func (r *Repository) faults(ctx context.Context, db DB, faultQuery, topic string, sequences []int64, sentinel error, args ...any) error {
+	rows, _ := query(ctx, db, faultQuery, append([]any{topic, sequences}, args...)...)
+	bad, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	if len(bad) == 0 {
+		bad = sequences
+	}
+	return &taskapi.StateError{Topic: topic, Sequences: bad, Err: sentinel}
 }

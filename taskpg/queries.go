@@ -9,8 +9,20 @@ import (
 // The SQL of every call. Placeholders in braces are substituted once, in New:
 // {schema} by the quoted schema name, {sequence} by the task sequence as a
 // string literal for nextval, {skip} by " SKIP LOCKED" unless the repository
-// is exclusive; the other placeholders pick the variant of a query. Values are
-// always parameters. Times are stored as UTC in columns without time zone.
+// is exclusive, {now} by the moment of the statement in UTC; the other
+// placeholders pick the variant of a query. Values are always parameters.
+// Times are stored as UTC in columns without time zone, and record the
+// moment of the statement that writes them, not the start of the caller's
+// transaction.
+//
+// Every statement that reads, changes or deletes tasks runs as an unnamed
+// statement, planned for its arguments every time (see pipeline): with the
+// topic known, the planner reads the topic's partition and locks nothing
+// else. Statements that span topics name them in arrays of a few dozen at a
+// time ($1::text[] below), so that no statement locks every partition.
+
+// now is the moment of the statement in UTC.
+const now = `(statement_timestamp() AT TIME ZONE 'utc')`
 
 // Push. The candidates are sorted by their place in the slice before nextval
 // runs (PostgreSQL evaluates volatile output expressions after the sort), so
@@ -36,10 +48,10 @@ RETURNING sequence`
 
 // pushOneAlone is pushOne for a statement that is a transaction of its own:
 // it leaves the topic check to the partition routing, whose failure (no
-// partition for the topic) mapError reports as an unknown topic. Inside a
-// caller's transaction that failure would abort the transaction, hence the
-// explicit check of pushOne there. Skipping it saves about 7% of the cost of
-// a single push.
+// partition for the topic, or the closed partition of a destroyed one)
+// mapError reports as an unknown topic. Inside a caller's transaction that
+// failure would abort the transaction, hence the explicit check of pushOne
+// there. Skipping it saves about 7% of the cost of a single push.
 const pushOneAlone = `
 INSERT INTO {schema}.task (topic, identifier, state, reference, input)
 VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::text, ''))
@@ -47,15 +59,17 @@ RETURNING sequence`
 
 // Append in bulk draws the sequences of the new tasks in one statement, then
 // copies the tasks in (COPY). The statement locks the topic's row until the
-// push commits, so that the partition stays until the copy is done; for an
-// unknown topic it returns no row and uses no sequence.
+// push commits, so that the partition stays open until the copy is done; for
+// an unknown topic it returns no row and uses no sequence.
 const pushSequences = `
 SELECT nextval({sequence})
 FROM (SELECT FROM {schema}.task_topic WHERE topic = $1 FOR KEY SHARE) AS p, generate_series(1, $2)`
 
 // The insertion modes change older tasks in a data-modifying CTE of the same
 // statement: it sees the tasks as they were before the statement, so it never
-// touches the new ones.
+// touches the new ones. Before it, in a statement of its own, the push takes
+// the locks of its identifiers (see lockIdentifiers), so that its snapshot
+// sees what a concurrent push of the same identifier committed.
 //
 // Statements that change rows they lock first (here and below) find them by
 // sequence = ANY (ARRAY(locking sub-select)) rather than by a join: the
@@ -83,6 +97,22 @@ const (
     DELETE FROM {schema}.task AS t` + olderTasks
 )
 
+// Advisory locks, in their two-key form, which keeps clear of the one-key
+// locks of others (goose's among them). The first key names the kind of lock
+// (internal/lockkey), the second the topic or the identifier. A push of a
+// few identifiers takes the topic's insertion lock shared and each
+// identifier's lock; a larger one takes the topic's insertion lock alone, so
+// that no push takes more than a few of the server's lock slots.
+const (
+	lockShared      = `SELECT pg_advisory_xact_lock_shared($1, $2)`
+	lockExclusive   = `SELECT pg_advisory_xact_lock($1, $2)`
+	lockIdentifiers = `
+SELECT count(pg_advisory_xact_lock($1, k)) FROM (SELECT k FROM unnest($2::int4[]) AS k ORDER BY k) AS s`
+	// Conditional polls of a topic take turns on this lock; taskansi takes
+	// the same (1952543595 is "task" in ASCII).
+	pollLock = `SELECT pg_advisory_xact_lock(1952543595, hashtext($1))`
+)
+
 // Poll. The sub-select locks the candidates, and the update finds them by
 // their row address (ctid, unique within the topic's partition), which saves
 // a descent of the primary key per task: a locked row keeps its address until
@@ -93,17 +123,24 @@ const (
 // Poll look whether the owner exists. The conditions skip a candidate while
 // its identifier has an earlier Ready task (in poll order) or a task in a
 // blocking state ($4: Active plus the condition's Blocking states). The
-// package documentation tells how conditional polls are serialized.
+// package documentation tells how conditional polls are serialized. A poll
+// that took tasks records that its owner holds tasks in the topic
+// (task_hold), where Expire will look.
 const (
 	pollTemplate = `
-UPDATE {schema}.task AS t SET state = 0, owner = $2
-WHERE t.topic = $1 AND t.ctid = ANY (ARRAY(
-    SELECT r.ctid FROM {schema}.task AS r
-    WHERE r.topic = $1 AND r.state = 1
-      AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
-    ORDER BY r.sequence {direction} LIMIT $3
-    FOR UPDATE OF r{skip}))
-RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
+WITH polled AS (
+    UPDATE {schema}.task AS t SET state = 0, owner = $2
+    WHERE t.topic = $1 AND t.ctid = ANY (ARRAY(
+        SELECT r.ctid FROM {schema}.task AS r
+        WHERE r.topic = $1 AND r.state = 1
+          AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
+        ORDER BY r.sequence {direction} LIMIT $3
+        FOR UPDATE OF r{skip}))
+    RETURNING t.sequence, t.identifier, coalesce(t.input, '') AS input),
+held AS (
+    INSERT INTO {schema}.task_hold (owner, topic) SELECT $2, $1 WHERE EXISTS (SELECT FROM polled)
+    ON CONFLICT DO NOTHING)
+SELECT sequence, identifier, input FROM polled`
 	// The conditions must probe the identifier index, task by task. With
 	// no statistics, or statistics taken while no task was Ready, the
 	// planner rather walked the whole ready index (or the active one) for
@@ -111,15 +148,12 @@ RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
 	// against 2 ms. "state + 0" matches no partial index predicate, which
 	// leaves the identifier index as the only index that fits.
 	pollSingular = `
-      AND NOT EXISTS (SELECT FROM {schema}.task AS e
-                      WHERE e.topic = $1 AND e.identifier = r.identifier
-                        AND e.state + 0 = 1 AND e.sequence {earlier} r.sequence)
-      AND NOT EXISTS (SELECT FROM {schema}.task AS b
-                      WHERE b.topic = $1 AND b.identifier = r.identifier
-                        AND b.state + 0 = ANY ($4::smallint[]))`
-	// The two-key form keeps clear of the one-key advisory locks of others
-	// (goose's among them); 1952543595 is "task" in ASCII.
-	pollLock    = `SELECT pg_advisory_xact_lock(1952543595, hashtext($1))`
+          AND NOT EXISTS (SELECT FROM {schema}.task AS e
+                          WHERE e.topic = $1 AND e.identifier = r.identifier
+                            AND e.state + 0 = 1 AND e.sequence {earlier} r.sequence)
+          AND NOT EXISTS (SELECT FROM {schema}.task AS b
+                          WHERE b.topic = $1 AND b.identifier = r.identifier
+                            AND b.state + 0 = ANY ($4::smallint[]))`
 	ownerExists = `SELECT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $1)`
 )
 
@@ -127,7 +161,8 @@ RETURNING t.sequence, t.identifier, coalesce(t.input, '')`
 // ($2, $3). They lock the matching rows first (a locked row keeps its state
 // until the transaction ends) and write only when every named task matched:
 // all or nothing in one statement. Complete and Reassign take each task's new
-// state from its range.
+// state from its range. When not every task matched, faults names the ones
+// that did not.
 const (
 	lockedTasks = `
 locked AS MATERIALIZED (
@@ -140,10 +175,15 @@ locked AS MATERIALIZED (
 WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::text[]) AS r (lo, hi, state, output)),` +
 		lockedTasks + `
 UPDATE {schema}.task AS t -- descent stays: max(Active, descent) = descent
-SET state = r.state, output = NULLIF(r.output, ''), completed = now() AT TIME ZONE 'utc'
+SET state = r.state, output = NULLIF(r.output, ''), completed = {now}
 FROM (SELECT generate_series(lo, hi) AS sequence, state, output FROM runs) AS r
 WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
   AND (SELECT count(*) FROM locked) = $7`
+	release = `
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` +
+		lockedTasks + `
+UPDATE {schema}.task AS t SET state = 1, owner = NULL -- descent, output and completed stay
+WHERE ` + ofLockedTasks + ` AND (SELECT count(*) FROM locked) = $5`
 	reviveTasks = `
 WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` +
 		lockedTasks + `
@@ -154,14 +194,17 @@ WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[]) A
 		lockedTasks + `,
 moved AS (
     UPDATE {schema}.task AS t
-    SET state = r.state, descent = GREATEST(t.state, t.descent),
-        completed = coalesce(t.completed, now() AT TIME ZONE 'utc')
+    SET state = r.state, descent = GREATEST(t.state, t.descent), completed = coalesce(t.completed, {now})
     FROM (SELECT generate_series(lo, hi) AS sequence, state FROM runs) AS r
     WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
       AND t.state <> r.state AND (SELECT count(*) FROM locked) = $5)
 SELECT count(*) FROM locked`
 	matchActive    = `state = 0 AND owner = $6`
 	matchRevivable = `state BETWEEN 2 AND 6`
+	faults         = `
+SELECT s FROM unnest($2::bigint[]) AS s
+WHERE NOT EXISTS (SELECT FROM {schema}.task WHERE topic = $1 AND sequence = s AND {match})
+ORDER BY s`
 )
 
 // Revivals.
@@ -178,15 +221,17 @@ RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference,
 	revivalRecreate = `state = 7, descent = GREATEST(t.state, t.descent)`
 	reassignAll     = `
 UPDATE {schema}.task
-SET state = $5, descent = GREATEST(state, descent), completed = coalesce(completed, now() AT TIME ZONE 'utc')
+SET state = $5, descent = GREATEST(state, descent), completed = coalesce(completed, {now})
 WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4`
 )
 
 // Join releases one group; $3 holds the states that make an identifier count
-// as present (Suspended for Singular, all but Redundant for Eternal).
+// as present (Suspended for Singular, all but Redundant for Eternal). A
+// released task keeps nothing of its suspension: no owner, output or
+// completion time.
 const join = `
 WITH g AS (SELECT unnest($2::text[]) AS identifier)
-UPDATE {schema}.task AS t SET state = 1
+UPDATE {schema}.task AS t SET state = 1, owner = NULL, output = NULL, completed = NULL
 FROM g
 WHERE t.topic = $1 AND t.identifier = g.identifier AND t.state = 4
   AND NOT EXISTS (SELECT FROM g AS m
@@ -194,47 +239,78 @@ WHERE t.topic = $1 AND t.identifier = g.identifier AND t.state = 4
                                     WHERE x.topic = $1 AND x.identifier = m.identifier
                                       AND x.state = ANY ($3::smallint[])))`
 
-// Owners. Durations are parameters in microseconds.
+// Owners. Durations are parameters in microseconds; {silent} is true for an
+// owner (o) without a heartbeat within the last $2 microseconds.
 const (
-	// xmax is 0 for a row that this statement inserted rather than updated.
+	// Register: whether the row is new (xmax is 0 for a row that this
+	// statement inserted rather than updated), and the incarnation that
+	// registered the owner before, if any.
 	register = `
-INSERT INTO {schema}.task_owner AS o (owner) VALUES ($1)
-ON CONFLICT (owner) DO UPDATE SET heartbeat = now() AT TIME ZONE 'utc'
-RETURNING o.xmax = 0`
-	heartbeat = `UPDATE {schema}.task_owner SET heartbeat = now() AT TIME ZONE 'utc' WHERE owner = $1`
-	owners    = `
-SELECT owner FROM {schema}.task_owner
-WHERE owner <> $1 AND heartbeat > (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond'`
-	// A row locked by its owner's transaction belongs to a live owner, so
-	// expiry skips it.
-	// Sequences are unique across topics (one sequence for all).
+WITH prior AS (SELECT incarnation FROM {schema}.task_owner WHERE owner = $1)
+INSERT INTO {schema}.task_owner AS o (owner, incarnation) VALUES ($1, $2)
+ON CONFLICT (owner) DO UPDATE SET heartbeat = {now}, incarnation = $2
+RETURNING o.xmax = 0, coalesce((SELECT incarnation FROM prior), '')`
+	priorIncarnation = `SELECT coalesce(incarnation, '') FROM {schema}.task_owner WHERE owner = $1`
+	heartbeat        = `UPDATE {schema}.task_owner SET heartbeat = {now} WHERE owner = $1`
+	owners           = `SELECT owner FROM {schema}.task_owner AS o WHERE owner <> $1 AND NOT {silent}`
+	silent           = `(o.heartbeat < {now} - $2 * interval '1 microsecond')`
+	// The topics in which owners other than $1 that are silent (or not
+	// registered at all) may hold Active tasks.
+	silentHolds = `
+SELECT h.owner, h.topic FROM {schema}.task_hold AS h
+WHERE h.owner <> $1 AND NOT EXISTS (SELECT FROM {schema}.task_owner AS o WHERE o.owner = h.owner AND NOT {silent})`
+	ownHolds = `SELECT topic FROM {schema}.task_hold WHERE owner = $1`
+	// Expiry of the holds of some topics ($3) by owners ($4). A row locked
+	// by its owner's transaction belongs to a live owner, so expiry skips
+	// it. Sequences are unique across topics (one sequence for all).
 	expire = `
 UPDATE {schema}.task AS t SET state = 2
-WHERE t.state = 0 AND t.sequence = ANY (ARRAY(
+WHERE t.topic = ANY ($3::text[]) AND t.state = 0 AND t.sequence = ANY (ARRAY(
     SELECT a.sequence FROM {schema}.task AS a
-    WHERE a.state = 0 AND a.owner <> $1
-      AND NOT EXISTS (SELECT FROM {schema}.task_owner AS o
-                      WHERE o.owner = a.owner
-                        AND o.heartbeat >= (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond')
+    WHERE a.topic = ANY ($3::text[]) AND a.state = 0 AND a.owner = ANY ($4::text[]) AND a.owner <> $1
+      AND NOT EXISTS (SELECT FROM {schema}.task_owner AS o WHERE o.owner = a.owner AND NOT {silent})
     ORDER BY a.sequence FOR UPDATE OF a{skip}))`
+	// The expiry of an owner's earlier incarnation waits for its rows: the
+	// transactions that hold them end with their connections.
+	expireOwn = `
+UPDATE {schema}.task AS t SET state = 2
+WHERE t.topic = ANY ($1::text[]) AND t.state = 0 AND t.sequence = ANY (ARRAY(
+    SELECT a.sequence FROM {schema}.task AS a
+    WHERE a.topic = ANY ($1::text[]) AND a.state = 0 AND a.owner = $2
+    ORDER BY a.sequence FOR UPDATE OF a))`
+	// PurgeOwners: the silent owners with the topics they hold, which of
+	// them hold Active tasks in some topics, and the deletion of the others
+	// with their holds.
+	silentOwners = `
+SELECT o.owner, coalesce(array_agg(h.topic) FILTER (WHERE h.topic IS NOT NULL), '{}')
+FROM {schema}.task_owner AS o LEFT JOIN {schema}.task_hold AS h ON h.owner = o.owner
+WHERE o.owner <> $1 AND {silent}
+GROUP BY o.owner`
+	activeOwners = `
+SELECT DISTINCT owner FROM {schema}.task WHERE topic = ANY ($1::text[]) AND state = 0 AND owner = ANY ($2::text[])`
 	purgeOwners = `
-DELETE FROM {schema}.task_owner AS o
-WHERE o.owner <> $1 AND o.heartbeat < (now() AT TIME ZONE 'utc') - $2 * interval '1 microsecond'
-  AND NOT EXISTS (SELECT FROM {schema}.task AS t WHERE t.state = 0 AND t.owner = o.owner)`
+WITH gone AS (
+    DELETE FROM {schema}.task_owner AS o WHERE o.owner = ANY ($3::text[]) AND o.owner <> $1 AND {silent}
+    RETURNING o.owner),
+released AS (DELETE FROM {schema}.task_hold WHERE owner IN (SELECT owner FROM gone))
+SELECT count(*) FROM gone`
 )
 
-// Topics. Inserting and deleting a topic creates and drops its partition (a
-// trigger of the schema). PurgeAll locks the topic's row against a concurrent
-// Destroy before it truncates the partition.
+// Topics. Inserting and deleting a topic opens and closes its partition (a
+// trigger of the schema). The functions run with the rights of the role
+// that migrated, so that an application role may call them.
 const (
 	initialize = `INSERT INTO {schema}.task_topic (topic) VALUES ($1) ON CONFLICT DO NOTHING`
 	topics     = `SELECT topic FROM {schema}.task_topic`
 	destroy    = `DELETE FROM {schema}.task_topic WHERE topic = $1`
-	lockTopic  = `SELECT true FROM {schema}.task_topic WHERE topic = $1 FOR KEY SHARE`
+	truncate   = `SELECT {schema}.task_truncate($1)`
+	analyze    = `SELECT {schema}.task_analyze($1::text[])`
 	purge      = `
 DELETE FROM {schema}.task
 WHERE topic = $1 AND sequence BETWEEN $2 AND $3 AND state = ANY ($4::smallint[])`
-	refresh = `ANALYZE {schema}.task`
+	// Every task created at or before $2 in the given states.
+	purgeBefore = `
+DELETE FROM {schema}.task WHERE topic = $1 AND created <= $2::timestamp AND state = ANY ($3::smallint[])`
 )
 
 // Reads. An empty string as a text filter filters nothing; PostgreSQL folds
@@ -247,49 +323,46 @@ SELECT ` + infoColumns + ` FROM {schema}.task
 WHERE topic = $1 AND sequence {beyond} $2 AND state = ANY ($3::smallint[])
   AND ($4::text = '' OR reference = $4) AND ($5::text = '' OR identifier = $5)
 ORDER BY sequence {direction} LIMIT $6`
-	lookup = `SELECT ` + infoColumns + ` FROM {schema}.task WHERE topic = $1 AND sequence = $2`
+	lookup      = `SELECT ` + infoColumns + ` FROM {schema}.task WHERE topic = $1 AND sequence = $2`
+	knownTopics = `SELECT topic FROM {schema}.task_topic WHERE topic = ANY ($1::text[])`
 	// Recent keeps the highest sequence of each identifier among the
 	// candidates before the state filter applies.
 	count = `
-SELECT p.topic, c.state, c.count, c.bound
-FROM {schema}.task_topic AS p
-LEFT JOIN (
-    SELECT topic, state, count(*) AS count, max(sequence) AS bound
-    FROM (SELECT {distinct} topic, identifier, state, sequence FROM {schema}.task
-          WHERE ($1::text = '' OR topic = $1) AND sequence BETWEEN $2 AND $3
-            AND ($4::text = '' OR reference = $4) AND ($5::text = '' OR identifier = $5)
-          {distinctOrder}) AS candidate
-    WHERE state = ANY ($6::smallint[])
-    GROUP BY topic, state) AS c ON c.topic = p.topic
-WHERE $1::text = '' OR p.topic = $1`
+SELECT topic, state, count(*), max(sequence)
+FROM (SELECT {distinct} topic, identifier, state, sequence FROM {schema}.task
+      WHERE topic = ANY ($1::text[]) AND sequence BETWEEN $2 AND $3
+        AND ($4::text = '' OR reference = $4) AND ($5::text = '' OR identifier = $5)
+      {distinctOrder}) AS candidate
+WHERE state = ANY ($6::smallint[])
+GROUP BY topic, state`
 	// A task pushed Suspended has no completion time and is not counted.
 	results = `
-SELECT p.topic, c.state, c.count
-FROM {schema}.task_topic AS p
-LEFT JOIN (
-    SELECT topic, state, count(*) AS count FROM {schema}.task
-    WHERE state BETWEEN 3 AND 6
-      AND completed BETWEEN coalesce($1::timestamp, '-infinity') AND coalesce($2::timestamp, 'infinity')
-    GROUP BY topic, state) AS c ON c.topic = p.topic`
-	resolveFollowing = `SELECT min(sequence) FROM {schema}.task WHERE created >= $1::timestamp`
-	resolvePreceding = `SELECT max(sequence) FROM {schema}.task WHERE created <= $1::timestamp`
+SELECT topic, state, count(*) FROM {schema}.task
+WHERE topic = ANY ($1::text[]) AND state BETWEEN 3 AND 6
+  AND completed BETWEEN coalesce($2::timestamp, '-infinity') AND coalesce($3::timestamp, 'infinity')
+GROUP BY topic, state`
+	resolveFollowing = `SELECT min(sequence) FROM {schema}.task WHERE topic = ANY ($1::text[]) AND created >= $2::timestamp`
+	resolvePreceding = `SELECT max(sequence) FROM {schema}.task WHERE topic = ANY ($1::text[]) AND created <= $2::timestamp`
 )
 
 // queries holds the SQL of a repository, its placeholders substituted.
 type queries struct {
-	push                                        [4]string // by Insertion
-	pushOne, pushOneAlone, pushSequences        string
-	poll                                        [2][2]string // by Order, then unconditional / conditional
-	pollLock, ownerExists, complete             string
-	reviveSpanReset, reviveSpanRecreate         string
-	reviveTasksReset, reviveTasksRecreate       string
-	reassign, reassignAll, join                 string
-	register, heartbeat, owners, expire         string
-	purgeOwners, initialize, topics, destroy    string
-	lockTopic, purge, refresh, lookup           string
-	page                                        [2]string // by Direction
-	count                                       [2]string // by Snapshot
-	results, resolveFollowing, resolvePreceding string
+	push                                           [4]string // by Insertion
+	pushOne, pushOneAlone, pushSequences           string
+	poll                                           [2][2]string // by Order, then unconditional / conditional
+	ownerExists, complete, release                 string
+	completeFaults, revivableFaults                string
+	reviveSpanReset, reviveSpanRecreate            string
+	reviveTasksReset, reviveTasksRecreate          string
+	reassign, reassignAll, join                    string
+	register, priorIncarnation, heartbeat, owners  string
+	silentHolds, ownHolds, expire, expireOwn       string
+	silentOwners, activeOwners, purgeOwners        string
+	initialize, topics, destroy, truncate, analyze string
+	purge, purgeBefore, lookup, knownTopics        string
+	page                                           [2]string // by Direction
+	count                                          [2]string // by Snapshot
+	results, resolveFollowing, resolvePreceding    string
 }
 
 // newQueries returns the queries for the quoted schema, skipping locked rows
@@ -300,7 +373,8 @@ func newQueries(schema string, exclusive bool) queries {
 		skip = ""
 	}
 	sequence := "'" + strings.ReplaceAll(schema+".task_sequence", "'", "''") + "'"
-	sub := strings.NewReplacer("{schema}", schema, "{sequence}", sequence, "{skip}", skip).Replace
+	sub := strings.NewReplacer("{schema}", schema, "{sequence}", sequence, "{skip}", skip,
+		"{silent}", strings.ReplaceAll(silent, "{now}", now), "{now}", now).Replace
 	v := func(template string, pairs ...string) string {
 		return sub(strings.NewReplacer(pairs...).Replace(template))
 	}
@@ -318,17 +392,22 @@ func newQueries(schema string, exclusive bool) queries {
 		q.poll[o.order][0] = v(pollTemplate, "{condition}", "", "{direction}", o.direction)
 		q.poll[o.order][1] = v(pollTemplate, "{condition}", singular, "{direction}", o.direction)
 	}
-	q.pollLock, q.ownerExists = sub(pollLock), sub(ownerExists)
+	q.ownerExists = sub(ownerExists)
 	q.complete = v(complete, "{match}", matchActive)
+	q.release = v(release, "{match}", strings.ReplaceAll(matchActive, "$6", "$4"))
+	q.completeFaults = v(faults, "{match}", strings.ReplaceAll(matchActive, "$6", "$3"))
+	q.revivableFaults = v(faults, "{match}", matchRevivable)
 	q.reviveSpanReset = v(reviveSpan, "{revival}", revivalReset)
 	q.reviveSpanRecreate = v(reviveSpan, "{revival}", revivalRecreate)
 	q.reviveTasksReset = v(reviveTasks, "{revival}", revivalReset, "{match}", matchRevivable)
 	q.reviveTasksRecreate = v(reviveTasks, "{revival}", revivalRecreate, "{match}", matchRevivable)
 	q.reassign = v(reassign, "{match}", matchRevivable)
 	q.reassignAll, q.join = sub(reassignAll), sub(join)
-	q.register, q.heartbeat, q.owners, q.expire = sub(register), sub(heartbeat), sub(owners), sub(expire)
-	q.purgeOwners, q.initialize, q.topics, q.destroy = sub(purgeOwners), sub(initialize), sub(topics), sub(destroy)
-	q.lockTopic, q.purge, q.refresh, q.lookup = sub(lockTopic), sub(purge), sub(refresh), sub(lookup)
+	q.register, q.priorIncarnation, q.heartbeat, q.owners = sub(register), sub(priorIncarnation), sub(heartbeat), sub(owners)
+	q.silentHolds, q.ownHolds, q.expire, q.expireOwn = sub(silentHolds), sub(ownHolds), sub(expire), sub(expireOwn)
+	q.silentOwners, q.activeOwners, q.purgeOwners = sub(silentOwners), sub(activeOwners), sub(purgeOwners)
+	q.initialize, q.topics, q.destroy, q.truncate, q.analyze = sub(initialize), sub(topics), sub(destroy), sub(truncate), sub(analyze)
+	q.purge, q.purgeBefore, q.lookup, q.knownTopics = sub(purge), sub(purgeBefore), sub(lookup), sub(knownTopics)
 	q.page[taskapi.Forward] = v(page, "{beyond}", ">", "{direction}", "ASC")
 	q.page[taskapi.Backward] = v(page, "{beyond}", "<", "{direction}", "DESC")
 	q.count[taskapi.Total] = v(count, "{distinct}", "", "{distinctOrder}", "")

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -38,7 +40,7 @@ func (r *Repository) Page(ctx context.Context, db DB, topic string, listing task
 		direction == taskapi.Backward && cursor == taskapi.Inception {
 		return nil, nil
 	}
-	rows, _ := db.Query(ctx, r.q.page[direction], topic, cursor, stateFilter(listing.States),
+	rows, _ := query(ctx, db, r.q.page[direction], topic, cursor, stateFilter(listing.States),
 		listing.Reference, listing.Identifier, size)
 	infos, err := pgx.CollectRows(rows, scanInfo)
 	if err != nil {
@@ -52,7 +54,7 @@ func (r *Repository) Lookup(ctx context.Context, db DB, topic string, sequence i
 	if err := check.Topic(topic); err != nil {
 		return taskapi.Info{}, false, wrapf(err, "look up task %d of %q", sequence, topic)
 	}
-	rows, _ := db.Query(ctx, r.q.lookup, topic, sequence)
+	rows, _ := query(ctx, db, r.q.lookup, topic, sequence)
 	info, err := pgx.CollectExactlyOneRow(rows, scanInfo)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -85,28 +87,31 @@ func utc(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
 }
 
-// Count counts tasks per registered topic and state within span.
+// Count counts tasks per registered topic and state within span, a few dozen
+// topics at a time (see readChunks).
 func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error) {
 	err := check.Count(snapshot, filter)
 	if err != nil {
 		return nil, wrapf(err, "count tasks")
 	}
-	rows, _ := db.Query(ctx, r.q.count[snapshot], filter.Topic, span.From, span.To,
-		filter.Reference, filter.Identifier, stateFilter(filter.States))
-	counts := map[string]map[taskapi.State]taskapi.Summary{}
+	topics, err := r.countedTopics(ctx, db, filter.Topic)
+	if err != nil {
+		return nil, wrapf(err, "count tasks")
+	}
+	counts := batch.Counts(topics)
 	var (
 		topic        string
-		state        *int16
-		count, bound *int64
+		state        int16
+		count, bound int64
 	)
-	_, err = pgx.ForEachRow(rows, []any{&topic, &state, &count, &bound}, func() error {
-		if counts[topic] == nil {
-			counts[topic] = map[taskapi.State]taskapi.Summary{}
-		}
-		if state != nil {
-			counts[topic][taskapi.State(*state)] = taskapi.Summary{Count: *count, Bound: *bound}
-		}
-		return nil
+	err = readChunks(ctx, db, topics, func(db DB, chunk []string) error {
+		rows, _ := query(ctx, db, r.q.count[snapshot], chunk, span.From, span.To,
+			filter.Reference, filter.Identifier, stateFilter(filter.States))
+		_, err := pgx.ForEachRow(rows, []any{&topic, &state, &count, &bound}, func() error {
+			counts[topic][taskapi.State(state)] = taskapi.Summary{Count: count, Bound: bound}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, wrapf(err, "count tasks")
@@ -114,25 +119,38 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 	return counts, nil
 }
 
+// countedTopics returns the registered topics that a topic filter passes:
+// every one for no filter.
+func (r *Repository) countedTopics(ctx context.Context, db DB, only string) ([]string, error) {
+	if only == "" {
+		return r.allTopics(ctx, db)
+	}
+	rows, _ := db.Query(ctx, r.q.knownTopics, []string{only})
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
 // Results counts the completed tasks per registered topic and result, with a
-// completion time within [from, to]; a zero time is unbounded.
+// completion time within [from, to]; a zero time is unbounded. It reads a few
+// dozen topics at a time (see readChunks).
 func (r *Repository) Results(ctx context.Context, db DB, from, to time.Time) (map[string]map[taskapi.Result]int64, error) {
-	rows, _ := db.Query(ctx, r.q.results, timeParameter(from), timeParameter(to))
-	results := map[string]map[taskapi.Result]int64{}
+	topics, err := r.allTopics(ctx, db)
+	if err != nil {
+		return nil, wrapf(err, "count results")
+	}
+	results := batch.ResultsOf(topics)
 	var (
 		topic string
-		state *int16
-		count *int64
+		state int16
+		count int64
 	)
-	_, err := pgx.ForEachRow(rows, []any{&topic, &state, &count}, func() error {
-		if results[topic] == nil {
-			results[topic] = map[taskapi.Result]int64{}
-		}
-		if state != nil {
-			result, _ := taskapi.State(*state).Result()
-			results[topic][result] = *count
-		}
-		return nil
+	err = readChunks(ctx, db, topics, func(db DB, chunk []string) error {
+		rows, _ := query(ctx, db, r.q.results, chunk, timeParameter(from), timeParameter(to))
+		_, err := pgx.ForEachRow(rows, []any{&topic, &state, &count}, func() error {
+			result, _ := taskapi.State(state).Result()
+			results[topic][result] = count
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, wrapf(err, "count results")
@@ -140,28 +158,86 @@ func (r *Repository) Results(ctx context.Context, db DB, from, to time.Time) (ma
 	return results, nil
 }
 
-// timeParameter returns t in UTC, or nil (NULL) for the zero time.
+// timeParameter returns t as a timestamp in UTC, or nil (NULL) for the zero
+// time.
 func timeParameter(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
-	return t.UTC()
+	return timestamp(t)
 }
 
 // Resolve turns a time into a sequence: the lowest sequence created at or
 // after at, or MaxSequence (preceding false); the highest sequence created at
-// or before at, or Inception (preceding true).
+// or before at, or Inception (preceding true). It reads every topic, a few
+// dozen at a time (see readChunks); PurgeBefore and PageAt of one topic read
+// that topic only.
 func (r *Repository) Resolve(ctx context.Context, db DB, at time.Time, preceding bool) (int64, error) {
-	query, none := r.q.resolveFollowing, taskapi.MaxSequence
-	if preceding {
-		query, none = r.q.resolvePreceding, taskapi.Inception
-	}
-	var sequence *int64
-	if err := db.QueryRow(ctx, query, at.UTC()).Scan(&sequence); err != nil {
+	topics, err := r.allTopics(ctx, db)
+	if err != nil {
 		return 0, wrapf(err, "resolve %v", at)
 	}
-	if sequence == nil {
-		return none, nil
+	sequence, err := r.resolve(ctx, db, topics, at, preceding)
+	if err != nil {
+		return 0, wrapf(err, "resolve %v", at)
 	}
-	return *sequence, nil
+	return sequence, nil
+}
+
+// resolve resolves at within topics.
+func (r *Repository) resolve(ctx context.Context, db DB, topics []string, at time.Time, preceding bool) (int64, error) {
+	sql, found := r.q.resolveFollowing, taskapi.MaxSequence
+	better := func(s int64) bool { return s < found }
+	if preceding {
+		sql, found = r.q.resolvePreceding, taskapi.Inception
+		better = func(s int64) bool { return s > found }
+	}
+	err := readChunks(ctx, db, topics, func(db DB, chunk []string) error {
+		var sequence *int64
+		rows, _ := query(ctx, db, sql, chunk, timestamp(at))
+		_, err := pgx.ForEachRow(rows, []any{&sequence}, func() error {
+			if sequence != nil && better(*sequence) {
+				found = *sequence
+			}
+			return nil
+		})
+		return err
+	})
+	return found, err
+}
+
+// PurgeBefore purges, in the default states Failed to Redundant, every task of
+// topic created at or before t, and none created after it, in one statement:
+// taskapi.PurgeBefore, which Go cannot instantiate from a pool.
+func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t time.Time) (int64, error) {
+	if err := check.Topic(topic); err != nil {
+		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
+	}
+	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
+		return exec(ctx, db, r.q.purgeBefore, topic, timestamp(t), ordinals(defaultPurged))
+	})
+	if err != nil {
+		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// PageAt pages tasks of topic from a point in time: going Forward from the
+// first task of the topic created at or after t, going Backward from the
+// last one created at or before t. It is taskapi.PageAt, which Go cannot
+// instantiate from a pool, reading the one topic.
+func (r *Repository) PageAt(ctx context.Context, db DB, topic string, listing taskapi.Listing, t time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
+	if err := check.Page(topic, listing, direction); err != nil {
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+	}
+	preceding := direction == taskapi.Backward
+	at, err := r.resolve(ctx, db, []string{topic}, t, preceding)
+	if err != nil {
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+	}
+	cursor, ok := batch.PageCursor(at, direction)
+	if !ok {
+		return nil, nil
+	}
+	return r.Page(ctx, db, topic, listing, cursor, size, direction)
 }

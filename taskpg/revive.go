@@ -3,10 +3,11 @@ package taskpg
 import (
 	"cmp"
 	"context"
-	"fmt"
+	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -32,7 +33,9 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 		slices.SortFunc(tasks, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
 		return tasks, nil
 	}
-	revivals, err := r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size)
+	revivals, err := retrying(ctx, db, func() ([]taskapi.Revival, error) {
+		return r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size)
+	})
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
@@ -50,28 +53,34 @@ func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how t
 		return nil, nil
 	}
 	position, sequences := batch.Positions(tasks)
-	ranges := seqrange.Ranges(sequences)
-	los, his := make([]int64, len(ranges)), make([]int64, len(ranges))
-	for i, rg := range ranges {
-		los[i], his[i] = rg.From, rg.To
-	}
+	los, his := bounds(sequences)
 	query := r.q.reviveTasksRecreate
 	if how == taskapi.ReviveReset {
 		query = r.q.reviveTasksReset
 	}
-	revivals, err := r.revive(ctx, db, topic, how, givenOrder(position), query, topic, los, his, len(position))
+	revivals, err := retrying(ctx, db, func() ([]taskapi.Revival, error) {
+		revivals, err := r.revive(ctx, db, topic, how, givenOrder(position), query, topic, los, his, len(position))
+		if errors.Is(err, errMismatch) {
+			err = r.faults(ctx, db, r.q.revivableFaults, topic, sequencesOf(los, his), taskapi.ErrStateMismatch)
+		}
+		return revivals, err
+	})
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
 	return revivals, nil
 }
 
+// errMismatch reports that not every named task matched; the caller finds
+// out which did not.
+var errMismatch = errors.New("not every task matched")
+
 // givenOrder returns an arrangement of revived tasks by their position,
-// which fails with ErrStateMismatch unless every task is there.
+// which fails with errMismatch unless every task is there.
 func givenOrder(position map[int64]int) func([]revived) ([]revived, error) {
 	return func(tasks []revived) ([]revived, error) {
 		if len(tasks) != len(position) {
-			return nil, fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", len(position), taskapi.ErrStateMismatch)
+			return nil, errMismatch
 		}
 		slices.SortFunc(tasks, func(a, b revived) int {
 			return cmp.Compare(position[a.Sequence], position[b.Sequence])
@@ -96,7 +105,7 @@ func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskap
 		return pairs(old, nil), err
 	}
 	var revivals []taskapi.Revival
-	err := inTx(ctx, db, func(tx pgx.Tx) error {
+	err := atomic(ctx, db, func(tx DB) error {
 		old, err := queryRevived(ctx, tx, arrange, query, args)
 		if err != nil || len(old) == 0 {
 			return err
@@ -114,8 +123,8 @@ func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskap
 	return revivals, err
 }
 
-func queryRevived(ctx context.Context, db DB, arrange func([]revived) ([]revived, error), query string, args []any) ([]revived, error) {
-	rows, _ := db.Query(ctx, query, args...)
+func queryRevived(ctx context.Context, db DB, arrange func([]revived) ([]revived, error), sql string, args []any) ([]revived, error) {
+	rows, _ := query(ctx, db, sql, args...)
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (revived, error) {
 		var t revived
 		err := row.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference)
@@ -157,11 +166,15 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 	for i, run := range runs {
 		los[i], his[i], states[i] = run.Range.From, run.Range.To, int16(run.Key.State())
 	}
-	var matched int
-	err := db.QueryRow(ctx, r.q.reassign, topic, los, his, states, named).Scan(&matched)
-	if err == nil && matched != named {
-		err = fmt.Errorf("%d tasks, not all in EXPIRED to SUCCEEDED: %w", named, taskapi.ErrStateMismatch)
-	}
+	_, err := retrying(ctx, db, func() (struct{}, error) {
+		var matched int
+		rows, _ := query(ctx, db, r.q.reassign, topic, los, his, states, named)
+		_, err := pgx.ForEachRow(rows, []any{&matched}, func() error { return nil })
+		if err == nil && matched != named {
+			err = r.faults(ctx, db, r.q.revivableFaults, topic, sequencesOf(los, his), taskapi.ErrStateMismatch)
+		}
+		return struct{}{}, err
+	})
 	if err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)
 	}
@@ -178,9 +191,22 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 	if from == to.State() || span.Empty() {
 		return 0, nil
 	}
-	tag, err := db.Exec(ctx, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()))
+	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
+		return exec(ctx, db, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()))
+	})
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// bounds returns the runs of consecutive sequences as arrays of their
+// bounds, for the statements that name tasks by ranges.
+func bounds(sequences []int64) (los, his []int64) {
+	ranges := seqrange.Ranges(sequences)
+	los, his = make([]int64, len(ranges)), make([]int64, len(ranges))
+	for i, rg := range ranges {
+		los[i], his[i] = rg.From, rg.To
+	}
+	return los, his
 }

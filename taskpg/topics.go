@@ -2,25 +2,23 @@ package taskpg
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
-	"errors"
-	"slices"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// Initialize registers topic, which creates its partition, and reports
-// whether it was newly registered.
+// Initialize registers topic and reports whether it was newly registered. The
+// schema's trigger creates the topic's partition apart and attaches it, which
+// locks no other topic's tasks.
 func (r *Repository) Initialize(ctx context.Context, db DB, topic string) (bool, error) {
 	return r.execTopic(ctx, db, r.q.initialize, "initialize topic %q", topic)
 }
 
-// Destroy drops topic with its partition and all its tasks, and reports
-// whether it existed.
+// Destroy drops topic with all its tasks, and reports whether it existed.
+// The schema's trigger empties the topic's partition and closes it to new
+// tasks; it stays attached, empty, until the topic is initialized again.
 func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, error) {
 	return r.execTopic(ctx, db, r.q.destroy, "destroy topic %q", topic)
 }
@@ -29,7 +27,7 @@ func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic 
 	if err := check.Topic(topic); err != nil {
 		return false, wrapf(err, format, topic)
 	}
-	tag, err := db.Exec(ctx, query, topic)
+	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) { return db.Exec(ctx, query, topic) })
 	if err != nil {
 		return false, wrapf(err, format, topic)
 	}
@@ -38,43 +36,30 @@ func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic 
 
 // Topics lists the registered topics, sorted.
 func (r *Repository) Topics(ctx context.Context, db DB) ([]string, error) {
-	rows, _ := db.Query(ctx, r.q.topics)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := r.allTopics(ctx, db)
 	if err != nil {
 		return nil, wrapf(err, "list topics")
 	}
-	slices.Sort(names)
 	return names, nil
 }
 
-// PurgeAll truncates the partition of topic, if the topic exists.
+// PurgeAll truncates the partition of topic, if the topic exists, through a
+// function of the schema that has the right to. It works in a savepoint
+// inside a caller's transaction: TRUNCATE may fail on a lock.
 func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 	if err := check.Topic(topic); err != nil {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
-	truncate := "TRUNCATE " + r.schema + "." + pgx.Identifier{partition(topic)}.Sanitize()
-	err := inTx(ctx, db, func(tx pgx.Tx) error {
-		var exists bool
-		err := tx.QueryRow(ctx, r.q.lockTopic, topic).Scan(&exists)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err == nil {
-			_, err = tx.Exec(ctx, truncate)
-		}
-		return err
+	_, err := retrying(ctx, db, func() (struct{}, error) {
+		return struct{}{}, atomic(ctx, db, func(tx DB) error {
+			_, err := tx.Exec(ctx, r.q.truncate, topic)
+			return err
+		})
 	})
 	if err != nil {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
 	return nil
-}
-
-// partition returns the name of the partition of topic, as the schema's
-// trigger names it.
-func partition(topic string) string {
-	sum := md5.Sum([]byte(topic))
-	return "task_" + hex.EncodeToString(sum[:])
 }
 
 // defaultPurged are the states Purge deletes when given none: Failed to
@@ -99,7 +84,9 @@ func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskap
 	if span.Empty() {
 		return 0, nil
 	}
-	tag, err := db.Exec(ctx, r.q.purge, topic, span.From, span.To, ordinals(states))
+	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
+		return exec(ctx, db, r.q.purge, topic, span.From, span.To, ordinals(states))
+	})
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q", topic)
 	}
@@ -115,10 +102,19 @@ func ordinals(states []taskapi.State) []int16 {
 	return ords
 }
 
-// Refresh refreshes the planner statistics of the task table and its
-// partitions.
+// Refresh gathers the planner statistics of the partitions of every topic, a
+// few dozen at a time (on a pool each step is a transaction of its own;
+// inside a caller's transaction all of them are one savepoint), through a
+// function of the schema that has the right to.
 func (r *Repository) Refresh(ctx context.Context, db DB) error {
-	if _, err := db.Exec(ctx, r.q.refresh); err != nil {
+	topics, err := r.allTopics(ctx, db)
+	if err == nil {
+		_, err = writeChunks(ctx, db, topics, func(db DB, chunk []string) (int64, error) {
+			_, err := db.Exec(ctx, r.q.analyze, chunk)
+			return 0, err
+		})
+	}
+	if err != nil {
 		return wrapf(err, "refresh statistics")
 	}
 	return nil

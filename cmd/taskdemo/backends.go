@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -18,7 +16,8 @@ import (
 	"github.com/taskrepo/taskrepo/taskpg"
 )
 
-const orderTable = `CREATE TABLE IF NOT EXISTS demo_order (id varchar(100) PRIMARY KEY, total int NOT NULL)`
+const orderTable = `CREATE TABLE IF NOT EXISTS demo_order (
+    id varchar(100) PRIMARY KEY, total int NOT NULL, invoiced boolean NOT NULL DEFAULT FALSE)`
 
 // runPostgres runs the demo with taskpg on a pgx pool.
 func runPostgres(ctx context.Context, url string) error {
@@ -38,11 +37,13 @@ func runPostgres(ctx context.Context, url string) error {
 		newRepo: func(owner string) (taskapi.Repository[taskpg.DB], error) {
 			return taskpg.New(owner)
 		},
-		inTx: func(ctx context.Context, fn func(tx taskpg.DB) error) error {
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(tx) })
-		},
+		inTx: taskpg.Transact(pool),
 		insertOrder: func(ctx context.Context, tx taskpg.DB, id string, total int) error {
 			_, err := tx.Exec(ctx, "INSERT INTO demo_order (id, total) VALUES ($1, $2)", id, total)
+			return err
+		},
+		markInvoiced: func(ctx context.Context, tx taskpg.DB, id string) error {
+			_, err := tx.Exec(ctx, "UPDATE demo_order SET invoiced = TRUE WHERE id = $1", id)
 			return err
 		},
 	})
@@ -73,18 +74,13 @@ func runSQLite(ctx context.Context) (err error) {
 		newRepo: func(owner string) (taskapi.Repository[taskansi.DB], error) {
 			return taskansi.New(taskansi.SQLite, owner)
 		},
-		inTx: func(ctx context.Context, fn func(tx taskansi.DB) error) error {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			if err := fn(tx); err != nil {
-				return errors.Join(err, tx.Rollback())
-			}
-			return tx.Commit()
-		},
+		inTx: taskansi.Transact(db, nil),
 		insertOrder: func(ctx context.Context, tx taskansi.DB, id string, total int) error {
 			_, err := tx.ExecContext(ctx, "INSERT INTO demo_order (id, total) VALUES (?, ?)", id, total)
+			return err
+		},
+		markInvoiced: func(ctx context.Context, tx taskansi.DB, id string) error {
+			_, err := tx.ExecContext(ctx, "UPDATE demo_order SET invoiced = TRUE WHERE id = ?", id)
 			return err
 		},
 	})

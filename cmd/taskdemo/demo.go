@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskproc"
 )
 
 const (
@@ -17,12 +18,14 @@ const (
 )
 
 // world is what the demo needs of a backend: its handle, its repositories,
-// its transactions, and the business table the producer writes to.
+// its transactions, and the business table the producer writes to and the
+// consumers mark invoiced.
 type world[Tx any] struct {
-	db          Tx
-	newRepo     func(owner string) (taskapi.Repository[Tx], error)
-	inTx        func(ctx context.Context, fn func(tx Tx) error) error
-	insertOrder func(ctx context.Context, tx Tx, id string, total int) error
+	db           Tx
+	newRepo      func(owner string) (taskapi.Repository[Tx], error)
+	inTx         taskproc.Transact[Tx]
+	insertOrder  func(ctx context.Context, tx Tx, id string, total int) error
+	markInvoiced func(ctx context.Context, tx Tx, id string) error
 }
 
 func run[Tx any](ctx context.Context, w world[Tx]) error {
@@ -34,15 +37,20 @@ func run[Tx any](ctx context.Context, w world[Tx]) error {
 		return err
 	}
 	start := time.Now()
+	consumers, err := startConsumers(ctx, w)
+	if err != nil {
+		return err
+	}
+	defer consumers.stop()
 	if err := produce(ctx, w, operator); err != nil {
 		return err
 	}
 	fmt.Printf("producer: %d orders, each committed with its task, in %v\n", orders, time.Since(start).Round(time.Millisecond))
-	start = time.Now()
-	if err := consume(ctx, w); err != nil {
+	if err := consumers.wait(); err != nil {
 		return err
 	}
-	fmt.Printf("consumers: queue drained in %v\n", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("consumers: every order settled %v after the first push\n", time.Since(start).Round(time.Millisecond))
+	consumers.stop()
 	return operate(ctx, w, operator)
 }
 
@@ -67,45 +75,94 @@ func produce[Tx any](ctx context.Context, w world[Tx], repo taskapi.Repository[T
 	return nil
 }
 
-// consume runs consumers that poll batches until the topic is empty.
-func consume[Tx any](ctx context.Context, w world[Tx]) error {
-	var wg sync.WaitGroup
-	errs := make([]error, consumers)
-	for c := range consumers {
-		wg.Go(func() { errs[c] = consumer(ctx, w, fmt.Sprintf("demo-consumer-%d", c)) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+// fleet is the consumers: a taskproc Client each, of an owner of its own.
+type fleet[Tx any] struct {
+	clients []*taskproc.Client[Tx]
+	owners  []string
+	settled atomic.Int64
+	done    chan struct{}
+	stopped bool
 }
 
-func consumer[Tx any](ctx context.Context, w world[Tx], owner string) error {
+// startConsumers starts the consumers, which invoice orders as they come.
+func startConsumers[Tx any](ctx context.Context, w world[Tx]) (*fleet[Tx], error) {
+	f := &fleet[Tx]{done: make(chan struct{})}
+	count := taskproc.ListenerFunc(func(e taskproc.Event) {
+		if e.Kind == taskproc.EventCompleted && f.settled.Add(int64(len(e.Tasks))) == orders {
+			close(f.done)
+		}
+	})
+	for c := range consumers {
+		owner := fmt.Sprintf("demo-consumer-%d", c)
+		client, err := newConsumer(w, owner, count)
+		if err == nil {
+			err = client.Start(ctx)
+		}
+		if err != nil {
+			f.stop()
+			return nil, err
+		}
+		f.clients, f.owners = append(f.clients, client), append(f.owners, owner)
+	}
+	return f, nil
+}
+
+// wait waits until every order is settled, and prints who did how many.
+func (f *fleet[Tx]) wait() error {
+	select {
+	case <-f.done:
+	case <-time.After(time.Minute):
+		return errors.New("the consumers did not settle every order within a minute")
+	}
+	for c, client := range f.clients {
+		fmt.Printf("  %s settled %d tasks\n", f.owners[c], client.Manager(topic).Stats().Completed)
+	}
+	return nil
+}
+
+// stop stops the consumers (once), giving their batches ten seconds.
+func (f *fleet[Tx]) stop() {
+	if f.stopped {
+		return
+	}
+	f.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, client := range f.clients {
+		if err := client.Stop(ctx); err != nil {
+			fmt.Println("stop:", err)
+		}
+	}
+}
+
+// newConsumer returns a Client that invoices orders: it marks each order
+// invoiced in the same transaction that completes its task.
+func newConsumer[Tx any](w world[Tx], owner string, listener taskproc.Listener) (*taskproc.Client[Tx], error) {
 	repo, err := w.newRepo(owner)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := repo.Register(ctx, w.db); err != nil {
-		return err
+	client, err := taskproc.New(repo, w.inTx, taskproc.WithListener(listener), taskproc.WithPause(50*time.Millisecond))
+	if err != nil {
+		return nil, err
 	}
-	processed := 0
-	for {
-		tasks, err := repo.Poll(ctx, w.db, topic, 50)
-		if err != nil || len(tasks) == 0 {
-			fmt.Printf("  %s processed %d tasks\n", owner, processed)
-			return err
-		}
-		done := make([]taskapi.Completion, len(tasks))
-		for i, task := range tasks {
-			result := taskapi.Success
-			if task.Sequence%25 == 0 { // a few invoices fail
-				result = taskapi.Failure
+	invoice := taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
+		return taskproc.CompleteTx(b, func(ctx context.Context, tx Tx) (taskproc.Decisions, error) {
+			decisions := taskproc.Decisions{}
+			for _, task := range b.Tasks() {
+				if task.Sequence%25 == 0 { // a few invoices fail
+					decisions[task] = taskapi.Decision{Result: taskapi.Failure, Output: "printer jam"}
+					continue
+				}
+				if err := w.markInvoiced(ctx, tx, task.Identifier); err != nil {
+					return nil, err
+				}
+				decisions[task] = taskapi.Decision{Result: taskapi.Success, Output: "invoiced"}
 			}
-			done[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: result, Output: "invoiced"}}
-		}
-		if err := repo.Complete(ctx, w.db, topic, done...); err != nil {
-			return err
-		}
-		processed += len(tasks)
-	}
+			return decisions, nil
+		})
+	})
+	return client, client.Handle(topic, invoice, taskproc.WithSize(50))
 }
 
 // operate prints the counts, revives the failures and purges what is done.

@@ -154,3 +154,110 @@ func SplitBy[T any](items []T, size, budget int, weight func(T) int, fn func(pie
 	}
 	return fn(items[start:])
 }
+
+// PageCursor returns the cursor from which Page lists the tasks of a
+// PageAt whose time resolved to at, and false when there are none: at is
+// the first sequence created at or after the time going Forward, the last
+// one created at or before it going Backward.
+func PageCursor(at int64, direction taskapi.Direction) (int64, bool) {
+	switch {
+	case direction == taskapi.Backward && at == taskapi.Inception,
+		direction == taskapi.Forward && at == taskapi.MaxSequence:
+		return 0, false
+	case direction == taskapi.Backward:
+		return at + 1, true
+	}
+	return at - 1, true
+}
+
+// TopicsPerStatement is how many topics a statement that spans topics names
+// at most on PostgreSQL. A statement locks the partition of each topic it
+// names and the partition's indexes, about eight locks a topic;
+// PostgreSQL's lock table holds 64 locks per connection by default
+// (max_locks_per_transaction), shared by all, and a transaction holds its
+// locks until it ends.
+const TopicsPerStatement = 32
+
+// ReadTopics calls read with the database handle db and topics,
+// TopicsPerStatement at a time. When there is more than one such chunk,
+// each call goes through letGo, which runs it on a handle of its choice so
+// that the locks it takes are let go before the next (a transaction of its
+// own, or a savepoint rolled back afterwards); a single chunk takes no more
+// locks than any call does and is read on db as it is. No topics: no call.
+func ReadTopics[DB any](db DB, topics []string, letGo func(read func(db DB) error) error, read func(db DB, chunk []string) error) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	if len(topics) <= TopicsPerStatement {
+		return read(db, topics)
+	}
+	for chunk := range slices.Chunk(topics, TopicsPerStatement) {
+		if err := letGo(func(db DB) error { return read(db, chunk) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteTopics calls write for topics, TopicsPerStatement at a time, and
+// returns the sum of what the calls return. Inside the caller's transaction
+// (inside), every chunk goes through one call of unit, so that a failure
+// changes nothing: their locks add up until the caller's transaction ends.
+// On a handle of the call's own, each chunk goes through a call of unit of
+// its own (a transaction that commits, retried on conflicts), so that its
+// locks are let go before the next; an error then leaves the chunks before
+// it done. No topics: no call.
+func WriteTopics[DB any](inside bool, topics []string, unit func(step func(db DB) error) error,
+	write func(db DB, chunk []string) (int64, error)) (int64, error) {
+	if len(topics) == 0 {
+		return 0, nil
+	}
+	if inside {
+		var n int64
+		err := unit(func(db DB) error {
+			n = 0
+			for chunk := range slices.Chunk(topics, TopicsPerStatement) {
+				k, err := write(db, chunk)
+				if err != nil {
+					return err
+				}
+				n += k
+			}
+			return nil
+		})
+		return n, err
+	}
+	var n int64
+	for chunk := range slices.Chunk(topics, TopicsPerStatement) {
+		var k int64
+		err := unit(func(db DB) (err error) {
+			k, err = write(db, chunk)
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		n += k
+	}
+	return n, nil
+}
+
+// Counts returns the result of Count before any task is counted: every
+// topic present, with no state.
+func Counts(topics []string) map[string]map[taskapi.State]taskapi.Summary {
+	counts := make(map[string]map[taskapi.State]taskapi.Summary, len(topics))
+	for _, topic := range topics {
+		counts[topic] = map[taskapi.State]taskapi.Summary{}
+	}
+	return counts
+}
+
+// ResultsOf returns the result of Results before any task is counted: every
+// topic present, with no result.
+func ResultsOf(topics []string) map[string]map[taskapi.Result]int64 {
+	results := make(map[string]map[taskapi.Result]int64, len(topics))
+	for _, topic := range topics {
+		results[topic] = map[taskapi.Result]int64{}
+	}
+	return results
+}

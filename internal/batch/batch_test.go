@@ -1,6 +1,7 @@
 package batch_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -118,5 +119,77 @@ func BenchmarkStoredReplace(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		batch.Stored(taskapi.Replace, creations)
+	}
+}
+
+// A handle is a name for the handle a chunk ran on, as the units give it.
+type handle string
+
+func TestTopicsGoInChunksOfAStatement(t *testing.T) {
+	topics := make([]string, 2*batch.TopicsPerStatement+1)
+	for i := range topics {
+		topics[i] = fmt.Sprintf("t%03d", i)
+	}
+	units := 0
+	unit := func(step func(db handle) error) error {
+		units++
+		return step(handle(fmt.Sprint("unit-", units)))
+	}
+	var seen []string
+	write := func(db handle, chunk []string) (int64, error) {
+		if len(chunk) > batch.TopicsPerStatement {
+			t.Errorf("a chunk of %d topics, more than %d", len(chunk), batch.TopicsPerStatement)
+		}
+		seen = append(seen, chunk...)
+		return int64(len(chunk)), nil
+	}
+
+	// On a handle of the call's own: a unit per chunk.
+	n, err := batch.WriteTopics(false, topics, unit, write)
+	if err != nil || n != int64(len(topics)) || units != 3 || !slices.Equal(seen, topics) {
+		t.Errorf("WriteTopics on a handle of its own = %d, %v in %d units over %d topics; want %d in 3 units, each topic once",
+			n, err, units, len(seen), len(topics))
+	}
+
+	// Inside a transaction: one unit for every chunk, which sums again
+	// from zero when the unit runs it again.
+	units, seen = 0, nil
+	again := func(step func(db handle) error) error {
+		units++
+		if err := step("first try"); err != nil {
+			return err
+		}
+		return step("second try")
+	}
+	n, err = batch.WriteTopics(true, topics, again, write)
+	if err != nil || n != int64(len(topics)) || units != 1 {
+		t.Errorf("WriteTopics inside = %d, %v in %d units; want %d in 1 unit", n, err, units, len(topics))
+	}
+
+	// A failed chunk stops the rest; on a handle of its own the chunks
+	// before it count.
+	failing := func(db handle, chunk []string) (int64, error) {
+		if chunk[0] == topics[batch.TopicsPerStatement] {
+			return 0, errors.New("boom")
+		}
+		return int64(len(chunk)), nil
+	}
+	units = 0
+	n, err = batch.WriteTopics(false, topics, unit, failing)
+	if err == nil || n != batch.TopicsPerStatement || units != 2 {
+		t.Errorf("WriteTopics with a failing second chunk = %d, %v in %d units; want the first chunk's %d and the error",
+			n, err, units, batch.TopicsPerStatement)
+	}
+
+	// No topics: no unit.
+	units = 0
+	if n, err := batch.WriteTopics(true, nil, unit, write); n != 0 || err != nil || units != 0 {
+		t.Errorf("WriteTopics of no topics = %d, %v in %d units; want nothing", n, err, units)
+	}
+	read := 0
+	err = batch.ReadTopics[handle]("db", nil, func(func(handle) error) error { read++; return nil },
+		func(handle, []string) error { read++; return nil })
+	if err != nil || read != 0 {
+		t.Errorf("ReadTopics of no topics read %d times, %v; want none", read, err)
 	}
 }

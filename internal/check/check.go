@@ -46,8 +46,8 @@ func name(kind, value string, limit int) error {
 	case value == "":
 		return fmt.Errorf("%s is empty: %w", kind, taskapi.ErrInvalidArgument)
 	case len(value) > limit:
-		return fmt.Errorf("%s %q… is %d bytes long, over the limit of %d: %w",
-			kind, value[:min(len(value), 32)], len(value), limit, taskapi.ErrInvalidArgument)
+		return fmt.Errorf("%s %q is %d bytes long, over the limit of %d: %w",
+			kind, Short(value), len(value), limit, taskapi.ErrInvalidArgument)
 	}
 	return Text(kind, value)
 }
@@ -102,17 +102,23 @@ func Revivable(state taskapi.State) error {
 	return States([]taskapi.State{state}, taskapi.State.Revivable)
 }
 
-// PollOptions resolves Poll's options into an order and a condition; the
-// last of each kind wins. The default is FIFO, Unconditional.
+// PollOptions resolves Poll's options into an order and a condition. The
+// default is FIFO, Unconditional; an option given twice must say the same
+// both times (FIFO with LIFO, or two conditions, contradict each other).
 func PollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
-	order, condition := taskapi.FIFO, taskapi.Unconditional
+	var (
+		order     = taskapi.FIFO
+		condition = taskapi.Unconditional
+		ordered   bool // an order was given
+		limited   bool // a condition was given
+	)
 	for _, opt := range opts {
 		var err error
 		switch o := opt.(type) {
 		case taskapi.Order:
-			order, err = o, Enum(o)
+			err = once(&order, &ordered, o)
 		case taskapi.Condition:
-			condition, err = o, Enum(o)
+			err = once(&condition, &limited, o)
 		default:
 			err = fmt.Errorf("poll option %v is not supported: %w", opt, taskapi.ErrInvalidArgument)
 		}
@@ -121,6 +127,48 @@ func PollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, e
 		}
 	}
 	return order, condition, nil
+}
+
+// once sets *value to a valid option o, unless another option of its kind
+// was set before (*set).
+func once[E interface {
+	comparable
+	Valid() bool
+	String() string
+}](value *E, set *bool, o E) error {
+	if err := Enum(o); err != nil {
+		return err
+	}
+	if *set && *value != o {
+		return fmt.Errorf("poll options %v and %v contradict each other: %w", *value, o, taskapi.ErrInvalidArgument)
+	}
+	*value, *set = o, true
+	return nil
+}
+
+// LockTableFull explains PostgreSQL's "out of shared memory" (SQLSTATE
+// 53200) in the errors of both backends: the server's lock table holds
+// max_locks_per_transaction locks per connection, shared by all sessions,
+// and a transaction keeps the locks on every partition (topic) it touched
+// until it ends.
+const LockTableFull = "PostgreSQL's lock table is full: a transaction keeps a lock on each topic's partition " +
+	"and its indexes until it ends; run calls that span many topics on a pool, not inside a transaction, " +
+	"or raise max_locks_per_transaction"
+
+// maxShown is how many bytes of a user's text an error message repeats.
+const maxShown = 64
+
+// Short returns s, or its first bytes followed by "…" when it is long, for
+// error messages: a message never repeats a huge argument in full.
+func Short(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Push checks the arguments of Push: the topic, the insertion and every

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -121,6 +122,36 @@ func TestPollOptions(t *testing.T) {
 		if _, _, err := check.PollOptions([]taskapi.PollOption{bad}); !errors.Is(err, taskapi.ErrInvalidArgument) {
 			t.Errorf("%v: %v", bad, err)
 		}
+	}
+	order, cond, err = check.PollOptions([]taskapi.PollOption{taskapi.LIFO, taskapi.SingularByIdentifier, taskapi.LIFO, taskapi.SingularByIdentifier})
+	if err != nil || order != taskapi.LIFO || cond != taskapi.SingularByIdentifier {
+		t.Errorf("an option repeated = %v, %v, %v; want it accepted", order, cond, err)
+	}
+	for _, contradiction := range [][]taskapi.PollOption{
+		{taskapi.FIFO, taskapi.LIFO},
+		{taskapi.LIFO, taskapi.FIFO},
+		{taskapi.SingularByIdentifier, taskapi.SingularByIdentifierSuspendOnFailure},
+		{taskapi.Unconditional, taskapi.SingularByIdentifier},
+	} {
+		if _, _, err := check.PollOptions(contradiction); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("%v: error %v, want ErrInvalidArgument", contradiction, err)
+		}
+	}
+}
+
+func TestShortKeepsHugeTextOutOfMessages(t *testing.T) {
+	t.Parallel()
+	if got := check.Short("orders"); got != "orders" {
+		t.Errorf("Short(orders) = %q", got)
+	}
+	long := strings.Repeat("é", 1<<20) // two bytes a rune: the cut must not split one
+	got := check.Short(long)
+	if len(got) > 70 || !strings.HasSuffix(got, "…") || !utf8.ValidString(got) {
+		t.Errorf("Short of 2 MiB = %q (%d bytes), want a valid prefix of at most 64 bytes and …", got, len(got))
+	}
+	err := check.Topic(long)
+	if !errors.Is(err, taskapi.ErrInvalidArgument) || len(err.Error()) > 200 {
+		t.Errorf("Topic of 2 MiB: a %d-byte error, want a short ErrInvalidArgument", len(err.Error()))
 	}
 }
 

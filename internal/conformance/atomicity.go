@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -183,6 +184,50 @@ func testAtomicity[Tx any](t *testing.T, b Backend[Tx]) {
 			t.Errorf("Initialize after rollback = %v, %v; want true", created, err)
 		}
 		w.pushIDs(tb, "y")
+	}
+
+	all["NoCallEndsTheCallersTransaction"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta, tb))
+		done := w.task(ta, "done", taskapi.Failed)
+		doneBefore := w.info(ta, done.Sequence)
+		w.pushIDs(tb, "kept")
+		expirer := w.expiring()
+		tx, end := w.begin()
+		mine := w.pushOn(tx, ta, taskapi.Append, taskapi.Creation{Identifier: "mine"})
+		ctx, repo := w.ctx, w.repo
+		for _, c := range []struct {
+			name string
+			call func() error
+		}{
+			{"Refresh", func() error { return repo.Refresh(ctx, tx) }},
+			{"Initialize", func() error { _, err := repo.Initialize(ctx, tx, "gamma"); return err }},
+			{"PurgeAll", func() error { return repo.PurgeAll(ctx, tx, tb) }},
+			{"Register", func() error { _, err := repo.Register(ctx, tx); return err }},
+			{"Expire", func() error { _, err := expirer.Expire(ctx, tx, 0); return err }},
+			{"PurgeOwners", func() error { _, err := repo.PurgeOwners(ctx, tx, 0); return err }},
+			{"ReviveTasks", func() error { _, err := repo.ReviveTasks(ctx, tx, ta, taskapi.ReviveAppend, done); return err }},
+			{"Destroy", func() error { _, err := repo.Destroy(ctx, tx, "gamma"); return err }},
+		} {
+			// A call may refuse the transaction (MySQL's ANALYZE TABLE
+			// would commit it), never end it.
+			if err := c.call(); err != nil && !errors.Is(err, taskapi.ErrInvalidArgument) {
+				t.Errorf("%s in the transaction: %v", c.name, err)
+			}
+			if got := w.stateOn(tx, ta, mine[0].Sequence); got != taskapi.Ready {
+				t.Fatalf("after %s the transaction's own push is %v, want READY", c.name, got)
+			}
+		}
+		end(false)
+		w.missing(ta, mine[0].Sequence)
+		if after := w.info(ta, done.Sequence); !sameInfo(after, doneBefore) {
+			t.Errorf("the task that ReviveTasks recreated in the rolled back transaction is %s, want %s as before",
+				describe([]taskapi.Info{after}), describe([]taskapi.Info{doneBefore}))
+		}
+		if n := len(w.all(tb)); n != 1 {
+			t.Errorf("topic %s has %d tasks after the rolled back PurgeAll, want 1", tb, n)
+		}
+		w.wantTopics(ta, tb)
+		w.must(repo.Refresh(ctx, w.db), "Refresh on the pool")
 	}
 
 	all["FailingCallsOnPool"] = func(t *testing.T) {

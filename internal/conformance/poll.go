@@ -69,14 +69,23 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 			ppcWantTasks(t, "Poll(t, 10, LIFO)", p.poll("t", 10, taskapi.LIFO),
 				[]taskapi.Task{tasks[1], tasks[0]})
 		},
-		"LastOptionOfEachKindWins": func(t *testing.T) {
+		"ContradictoryOptionsAreRejected": func(t *testing.T) {
 			p := ppcSetup(t, b, "t")
 			tasks := p.pushIDs("t", "a", "a", "b", "b")
-			ppcWantTasks(t, "Poll(t, 1, LIFO, FIFO)", p.poll("t", 1, taskapi.LIFO, taskapi.FIFO), tasks[:1])
-			ppcWantTasks(t, "Poll(t, 1, FIFO, LIFO)", p.poll("t", 1, taskapi.FIFO, taskapi.LIFO), tasks[3:])
-			// a is Active now; Unconditional, given last, still takes the other a.
-			ppcWantTasks(t, "Poll(t, 10, SingularByIdentifier, Unconditional)",
-				p.poll("t", 10, taskapi.SingularByIdentifier, taskapi.Unconditional), tasks[1:3])
+			before := p.snapshot("t")
+			for _, opts := range [][]taskapi.PollOption{
+				{taskapi.LIFO, taskapi.FIFO}, {taskapi.FIFO, taskapi.LIFO},
+				{taskapi.SingularByIdentifier, taskapi.Unconditional},
+				{taskapi.SingularByIdentifierSuspendOnFailure, taskapi.SingularByIdentifierSuspendUntilSuccess},
+			} {
+				_, err := p.repo.Poll(p.ctx, p.db, "t", 10, opts...)
+				if !errors.Is(err, taskapi.ErrInvalidArgument) {
+					t.Errorf("Poll(t, 10, %v): error = %v, want %v", opts, err, taskapi.ErrInvalidArgument)
+				}
+			}
+			p.wantUnchanged(before)
+			// An option given twice alike says the same thing once.
+			ppcWantTasks(t, "Poll(t, 1, LIFO, LIFO)", p.poll("t", 1, taskapi.LIFO, taskapi.LIFO), tasks[3:])
 		},
 		"InvalidOptionsAreRejected": func(t *testing.T) {
 			p := ppcSetup(t, b, "t")

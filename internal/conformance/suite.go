@@ -3,8 +3,9 @@
 // against the taskapi interfaces. An implementation's tests call Run with a
 // Backend that opens fresh databases and builds repositories.
 //
-// The suite has one file per concern (push, poll, complete, revive, owners,
-// read, purge, input). Every case runs in parallel on a database of its own.
+// The suite has one file per concern (push, poll, complete, release, revive,
+// owners, read, purge, input, atomicity, clock, races, promises). Every case
+// runs in parallel on a database of its own.
 package conformance
 
 import (
@@ -26,6 +27,14 @@ type Backend[Tx any] struct {
 	// Begin starts a transaction on db and returns it with a function that
 	// ends it: commit when true, roll back when false.
 	Begin func(ctx context.Context, db Tx) (Tx, func(commit bool) error, error)
+	// SingleWriter says that the database runs one writing transaction at
+	// a time, as SQLite does: a write waits for any open writing
+	// transaction, so no push goes through while another transaction that
+	// wrote stays open.
+	SingleWriter bool
+	// Exclusive says that the repositories wait for rows that others
+	// locked instead of skipping them (WithExclusive): one consumer alone.
+	Exclusive bool
 }
 
 // Run runs the whole suite against b.
@@ -33,6 +42,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Push", func(t *testing.T) { testPush(t, b) })
 	t.Run("Poll", func(t *testing.T) { testPoll(t, b) })
 	t.Run("Complete", func(t *testing.T) { testComplete(t, b) })
+	t.Run("Release", func(t *testing.T) { testRelease(t, b) })
 	t.Run("Revive", func(t *testing.T) { testRevive(t, b) })
 	t.Run("Reassign", func(t *testing.T) { testReassign(t, b) })
 	t.Run("Join", func(t *testing.T) { testJoin(t, b) })
@@ -41,4 +51,8 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Purge", func(t *testing.T) { testPurge(t, b) })
 	t.Run("Input", func(t *testing.T) { testInput(t, b) })
 	t.Run("Atomicity", func(t *testing.T) { testAtomicity(t, b) })
+	t.Run("Clock", func(t *testing.T) { testClock(t, b) })
+	t.Run("Races", func(t *testing.T) { testRaces(t, b) })
+	t.Run("Promises", func(t *testing.T) { testPromises(t, b) })
+	t.Run("Fleet", func(t *testing.T) { testFleet(t, b) })
 }

@@ -37,6 +37,25 @@ var mysqlServer struct {
 // The database is dropped when t ends.
 func MySQL(t testing.TB) *sql.DB {
 	t.Helper()
+	db := EmptyMySQL(t)
+	if err := migrations.Up(context.Background(), db, migrations.MySQL); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return db
+}
+
+// EmptyMySQL returns a handle on a fresh MySQL or MariaDB database of t's
+// own without taskrepo's tables, dropped when t ends.
+func EmptyMySQL(t testing.TB) *sql.DB {
+	t.Helper()
+	return openMySQL(t, MySQLConfig(t))
+}
+
+// MySQLConfig returns the configuration of a fresh, empty database of t's
+// own on the MySQL or MariaDB server (dropped when t ends), for tests that
+// open it as other users.
+func MySQLConfig(t testing.TB) *mysql.Config {
+	t.Helper()
 	mysqlServer.once.Do(startMySQL)
 	if mysqlServer.skip != "" {
 		unavailable(t, RequireMySQLEnv, mysqlServer.skip)
@@ -56,15 +75,27 @@ func MySQL(t testing.TB) *sql.DB {
 	})
 	cfg := mysqlServer.cfg.Clone()
 	cfg.DBName = name
+	return cfg
+}
+
+// MySQLAdminExec runs statement on the MySQL or MariaDB server as the
+// administrator that TASK_TEST_MYSQL_URL names.
+func MySQLAdminExec(t testing.TB, statement string) {
+	t.Helper()
+	if err := mysqlAdminExec(context.Background(), statement); err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+}
+
+// openMySQL opens cfg and closes the handle when t ends.
+func openMySQL(t testing.TB, cfg *mysql.Config) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatalf("testdb: open MySQL: %v", err)
 	}
 	db.SetMaxOpenConns(16)
 	t.Cleanup(func() { db.Close() })
-	if err := migrations.Up(ctx, db, migrations.MySQL); err != nil {
-		t.Fatalf("testdb: %v", err)
-	}
 	return db
 }
 

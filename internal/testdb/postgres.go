@@ -54,6 +54,26 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 // The database is dropped when t ends.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	return postgresDatabase(t, true)
+}
+
+// EmptyPostgresURL creates a fresh database without taskrepo's tables for t
+// and returns its URL. The database is dropped when t ends.
+func EmptyPostgresURL(t testing.TB) string {
+	t.Helper()
+	return postgresDatabase(t, false)
+}
+
+// AdminPostgresURL returns the URL of the server's maintenance database, for
+// tests that create roles; it skips or fails t like PostgresURL.
+func AdminPostgresURL(t testing.TB) string {
+	t.Helper()
+	postgresServer(t)
+	return server.url
+}
+
+func postgresServer(t testing.TB) {
+	t.Helper()
 	server.once.Do(startPostgres)
 	if server.skip != "" {
 		unavailable(t, RequirePostgresEnv, server.skip)
@@ -61,9 +81,16 @@ func PostgresURL(t testing.TB) string {
 	if server.err != nil {
 		t.Fatalf("testdb: %v", server.err)
 	}
+}
+
+func postgresDatabase(t testing.TB, migrated bool) string {
+	t.Helper()
+	postgresServer(t)
 	name := randomName("taskrepo_test_")
-	create := fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{server.template}.Sanitize())
+	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if migrated {
+		create += " TEMPLATE " + pgx.Identifier{server.template}.Sanitize()
+	}
 	if err := adminExec(context.Background(), server.url, create); err != nil {
 		t.Fatalf("testdb: %v", err)
 	}

@@ -14,10 +14,12 @@
 package testdb
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"testing"
+	"time"
 )
 
 // Environment variables read by testdb.
@@ -40,4 +42,25 @@ func randomName(prefix string) string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return prefix + hex.EncodeToString(b)
+}
+
+// Returns runs call in a goroutine and fails t unless it returns, without
+// error, within patience: for calls that must not wait for a lock another
+// transaction holds. Choose patience far above what the call takes and
+// below the database's own lock wait timeout.
+func Returns(t testing.TB, what string, patience time.Duration, call func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+	case <-ctx.Done():
+		t.Errorf("%s did not return within %v: it waits for a lock", what, patience)
+		<-done
+	}
 }

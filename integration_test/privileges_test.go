@@ -1,0 +1,277 @@
+package integration_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/internal/conformance"
+	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/migrations"
+	"github.com/taskrepo/taskrepo/taskansi"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
+)
+
+// mysqlGrants are the rights README lists for an application user on MySQL
+// and MariaDB; {db} is the database.
+var mysqlGrants = []string{
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.task TO {user}",
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.task_topic TO {user}",
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.task_owner TO {user}",
+	"GRANT SELECT, UPDATE ON {db}.task_lock TO {user}",
+	"GRANT SELECT, INSERT, UPDATE ON {db}.task_activation TO {user}",
+	"GRANT SELECT, INSERT, UPDATE ON {db}.task_leader TO {user}",
+}
+
+// TestTaskansiMySQLApplicationUser runs every call as a user with the grants
+// README lists and nothing more, on a database that the administrator
+// migrated.
+func TestTaskansiMySQLApplicationUser(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	admin := testdb.MySQLConfig(t)
+	adminDB, err := sql.Open("mysql", admin.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminDB.Close()
+	if err := migrations.Up(ctx, adminDB, migrations.MySQL); err != nil {
+		t.Fatal(err)
+	}
+	name := "app_" + strings.ToLower(rand.Text()[:10])
+	user := "'" + name + "'@'%'"
+	testdb.MySQLAdminExec(t, "CREATE USER "+user+" IDENTIFIED BY 'app'")
+	t.Cleanup(func() { testdb.MySQLAdminExec(t, "DROP USER IF EXISTS "+user) })
+	for _, grant := range mysqlGrants {
+		testdb.MySQLAdminExec(t, strings.NewReplacer("{db}", "`"+admin.DBName+"`", "{user}", user).Replace(grant))
+	}
+	cfg := admin.Clone()
+	cfg.User, cfg.Passwd = name, "app"
+	db, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	everyCall(t, ansiBackend(taskansi.MySQL, nil), taskansi.DB(db))
+}
+
+// everyCall runs every call of b's repository on db, a pool, and then
+// inside a transaction of db that it commits, and fails t on the first
+// error. Each run has owners and topics of its own.
+func everyCall[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx) {
+	t.Run("pool", func(t *testing.T) { everyCallOn(t, b, db, "pool") })
+	t.Run("transaction", func(t *testing.T) {
+		tx, end, err := b.Begin(t.Context(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		everyCallOn(t, b, tx, "tx")
+		if err := end(true); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	})
+}
+
+// everyCallOn runs every call on db, with owners and topics named after
+// prefix.
+func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix string) {
+	t.Helper()
+	ctx := t.Context()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	newRepo := func(name string) taskapi.Repository[Tx] {
+		repo, err := b.New(prefix + "-" + name)
+		step("New", err)
+		return repo
+	}
+	repo, other := newRepo("app"), newRepo("other")
+	topic, gone := prefix+"-t", prefix+"-gone"
+	_, err := repo.Register(ctx, db)
+	step("Register", err)
+	_, err = other.Register(ctx, db)
+	step("Register of another", err)
+	step("Heartbeat", repo.Heartbeat(ctx, db))
+	for _, name := range []string{topic, gone} {
+		_, err = repo.Initialize(ctx, db, name)
+		step("Initialize", err)
+	}
+	_, err = repo.Topics(ctx, db)
+	step("Topics", err)
+	// The activation and the term of the topic that is destroyed below go
+	// with it.
+	activator, ok := repo.(taskapi.Activator[Tx])
+	if !ok {
+		t.Fatalf("%T is no taskapi.Activator", repo)
+	}
+	step("SetActivation", activator.SetActivation(ctx, db, gone, taskapi.Paused))
+	_, err = activator.Activations(ctx, db)
+	step("Activations", err)
+	leader, ok := repo.(taskapi.Leader[Tx])
+	if !ok {
+		t.Fatalf("%T is no taskapi.Leader", repo)
+	}
+	term, ok, err := leader.Lead(ctx, db, gone, time.Minute)
+	step("Lead", err)
+	if !ok {
+		t.Fatalf("Lead of a fresh topic refused: term %d of %q", term.Number, term.Owner)
+	}
+	_, _, err = leader.Renew(ctx, db, term, time.Hour)
+	step("Renew", err)
+	step("Concede", leader.Concede(ctx, db, term))
+	_, err = repo.Push(ctx, db, topic, taskapi.Append, taskapi.Creation{Identifier: "single"})
+	step("Push of 1", err)
+	_, err = repo.Push(ctx, db, topic, taskapi.Append, creations(150, 10)...)
+	step("Push of 150", err)
+	_, err = repo.Push(ctx, db, topic, taskapi.Replace, taskapi.Creation{Identifier: "id-1"}, taskapi.Creation{Identifier: "id-2"})
+	step("Push with Replace", err)
+	_, err = repo.Push(ctx, db, topic, taskapi.Append, taskapi.Creation{Identifier: "held", Suspended: true})
+	step("Push suspended", err)
+	polled, err := repo.Poll(ctx, db, topic, 20)
+	step("Poll", err)
+	if len(polled) != 20 {
+		t.Fatalf("Poll = %d tasks, want 20", len(polled))
+	}
+	_, err = repo.Poll(ctx, db, topic, 5, taskapi.SingularByIdentifier)
+	step("conditional Poll", err)
+	_, _, err = taskapi.PollOne(ctx, repo, db, topic, taskapi.LIFO)
+	step("PollOne", err)
+	done := make([]taskapi.Completion, len(polled))
+	for i, task := range polled {
+		done[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Result(i % 4), Output: "out"}}
+	}
+	step("Complete", repo.Complete(ctx, db, topic, done...))
+	_, err = repo.Revive(ctx, db, topic, taskapi.ReviveAppend, taskapi.Failed, taskapi.Unbounded, 2)
+	step("Revive", err)
+	_, err = repo.ReviveTasks(ctx, db, topic, taskapi.ReviveReset, polled[3])
+	step("ReviveTasks", err)
+	_, err = repo.ReviveTasks(ctx, db, topic, taskapi.ReviveReplace, polled[7])
+	step("ReviveTasks with Replace", err)
+	step("Reassign", repo.Reassign(ctx, db, topic, taskapi.Assignment{Task: polled[2], Result: taskapi.Success}))
+	_, err = repo.ReassignAll(ctx, db, topic, taskapi.Filtered, taskapi.Success, taskapi.Unbounded)
+	step("ReassignAll", err)
+	_, err = repo.Join(ctx, db, topic, taskapi.Singular, []string{"held"})
+	step("Join", err)
+	_, err = repo.Page(ctx, db, topic, taskapi.Listing{}, taskapi.Inception, 10, taskapi.Forward)
+	step("Page", err)
+	_, _, err = repo.Lookup(ctx, db, topic, polled[0].Sequence)
+	step("Lookup", err)
+	_, err = repo.Count(ctx, db, taskapi.Recent, taskapi.Counting{}, taskapi.Unbounded)
+	step("Count", err)
+	_, err = repo.Count(ctx, db, taskapi.Total, taskapi.Counting{Topic: topic}, taskapi.Unbounded)
+	step("Count of one topic", err)
+	_, err = repo.Results(ctx, db, time.Time{}, time.Time{})
+	step("Results", err)
+	_, err = repo.Resolve(ctx, db, time.Now(), true)
+	step("Resolve", err)
+	_, err = taskapi.PageAt(ctx, repo, db, topic, taskapi.Listing{}, time.Now().Add(-time.Hour), 10, taskapi.Forward)
+	step("PageAt", err)
+	_, err = taskapi.PurgeBefore(ctx, repo, db, topic, time.Now())
+	step("PurgeBefore", err)
+	_, err = repo.Purge(ctx, db, topic, taskapi.Unbounded)
+	step("Purge", err)
+	err = repo.Refresh(ctx, db)
+	if prefix == "tx" && errors.Is(err, taskapi.ErrInvalidArgument) {
+		err = nil // MySQL's ANALYZE TABLE would commit the transaction: Refresh refuses it
+	}
+	step("Refresh", err)
+	_, err = other.Expire(ctx, db, 0)
+	step("Expire", err)
+	_, err = other.PurgeOwners(ctx, db, 0)
+	step("PurgeOwners", err)
+	_, err = repo.Owners(ctx, db, time.Hour)
+	step("Owners", err)
+	step("PurgeAll", repo.PurgeAll(ctx, db, topic))
+	_, err = repo.Destroy(ctx, db, gone)
+	step("Destroy", err)
+	_, err = repo.Initialize(ctx, db, gone)
+	step("Initialize of a destroyed topic", err)
+	_, err = repo.Push(ctx, db, gone, taskapi.Append, taskapi.Creation{Identifier: "back"})
+	step("Push to a topic initialized again", err)
+	_, err = newRepo("app").Register(ctx, db)
+	step("Register of a restarted owner", err)
+}
+
+// postgresGrants are the rights README lists for an application role on
+// PostgreSQL; {role} is the role.
+var postgresGrants = []string{
+	"GRANT USAGE ON SCHEMA public TO {role}",
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON task, task_topic, task_owner, task_hold TO {role}",
+	"GRANT USAGE ON SEQUENCE task_sequence TO {role}",
+	"GRANT EXECUTE ON FUNCTION task_truncate(text), task_analyze(text[]) TO {role}",
+	"GRANT SELECT, INSERT, UPDATE ON task_activation, task_leader TO {role}",
+}
+
+// TestTaskansiPostgresApplicationRole runs every call through taskansi as a
+// role with the grants README lists and nothing more: it creates and
+// destroys topics (partitions) that it does not own.
+func TestTaskansiPostgresApplicationRole(t *testing.T) {
+	t.Parallel()
+	db, err := sql.Open("pgx", applicationRoleURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	everyCall(t, ansiBackend(taskansi.Postgres, nil), taskansi.DB(db))
+}
+
+// applicationRoleURL creates a fresh migrated database and a role with the
+// grants README lists on it, and returns the URL that logs in as the role.
+func applicationRoleURL(t *testing.T) string {
+	t.Helper()
+	ctx := t.Context()
+	dbURL := testdb.PostgresURL(t)
+	role := "app_" + strings.ToLower(rand.Text()[:10])
+	admin, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(statement string) {
+		t.Helper()
+		if _, err := admin.ExecContext(ctx, strings.ReplaceAll(statement, "{role}", role)); err != nil {
+			t.Fatalf("%s: %v", statement, err)
+		}
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		for _, statement := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
+			if _, err := admin.ExecContext(context.Background(), statement); err != nil {
+				t.Errorf("%s: %v", statement, err)
+			}
+		}
+	})
+	exec("CREATE ROLE {role} LOGIN")
+	for _, grant := range postgresGrants {
+		exec(grant)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return u.String()
+}
+
+// TestTaskpgApplicationRole runs every call through taskpg as a role with
+// the grants README lists and nothing more: it creates and destroys topics
+// (partitions) that it does not own, truncates and analyzes them.
+func TestTaskpgApplicationRole(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(t.Context(), applicationRoleURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	everyCall(t, pgBackend(), taskpg.DB(pool))
+}

@@ -1,0 +1,33 @@
+package check
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// MinTerm is the shortest term a topic's leader may ask for: a lease that
+// ends within a round trip could not be used, and the databases count time
+// in microseconds.
+const MinTerm = time.Millisecond
+
+// Activation checks the arguments of SetActivation.
+func Activation(topic string, activation taskapi.Activation) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	return Enum(activation)
+}
+
+// Lease checks a topic and the length of a term asked for (Lead, Renew): at
+// least MinTerm.
+func Lease(topic string, ttl time.Duration) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if ttl < MinTerm {
+		return fmt.Errorf("term of %v is shorter than %v: %w", ttl, MinTerm, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+// Package lockkey names the locks by which pushes of taskpg and taskansi
+// that mark or delete older tasks (Replace, Supersede, Delete) serialize
+// each other, so that the two packages take the same locks on one database.
+//
+// A lock is a pair of 32-bit keys: a space that says what kind of lock it is
+// and a hash of what it locks. On PostgreSQL they are the two keys of an
+// advisory lock; on MySQL the hash picks a row of a lock table.
+package lockkey
+
+import (
+	"hash/fnv"
+	"slices"
+)
+
+// The spaces of the keys. Conditional polls use 1952543595 ("task" in ASCII)
+// with PostgreSQL's hashtext of the topic.
+const (
+	// InsertionSpace is the space of a topic's insertion lock: taken shared by a
+	// push of few identifiers, exclusive by a push of many.
+	InsertionSpace int32 = 1952543596
+	// IdentifierSpace is the space of the locks of single identifiers.
+	IdentifierSpace int32 = 1952543597
+)
+
+// MaxIdentifiers is the most identifier locks one push takes; a push of more
+// distinct identifiers takes its topic's insertion lock exclusively instead.
+const MaxIdentifiers = 8
+
+// Topic returns the key of the insertion lock of topic in schema.
+func Topic(schema, topic string) int32 {
+	return hash(schema, topic)
+}
+
+// Identifiers returns the distinct keys of the locks of identifiers of topic
+// in schema, ascending: the order in which they are taken, against
+// deadlocks. Two identifiers may share a key; they are then serialized
+// together.
+func Identifiers(schema, topic string, identifiers []string) []int32 {
+	keys := make([]int32, len(identifiers))
+	for i, id := range identifiers {
+		keys[i] = hash(schema, topic, id)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// hash is FNV-1a of the parts, each followed by a NUL byte, which no name
+// contains.
+func hash(parts ...string) int32 {
+	h := fnv.New32a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return int32(h.Sum32())
+}

@@ -1,0 +1,309 @@
+package taskpg
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// NotifierApplicationName is the application_name of a Notifier's
+// connection, as pg_stat_activity shows it.
+const NotifierApplicationName = "taskrepo-notifier"
+
+// The defaults of a Notifier, and the bounds of its connection's set-up and
+// farewell.
+const (
+	defaultPingInterval = 5 * time.Second
+	defaultFirstBackoff = 10 * time.Millisecond
+	defaultMaxBackoff   = 5 * time.Second
+	connectTimeout      = 10 * time.Second
+	closeTimeout        = time.Second
+	// maxDrain bounds the notifications handed over in one call.
+	maxDrain = 1000
+)
+
+// A Notifier listens on PostgreSQL for the notifications of pushes
+// (TasksChannel) and of activation changes, on a connection of its own, and
+// hands them to the consumer runtime: it implements taskproc.Notifier. Make
+// one per process, on the pool of the repository.
+type Notifier struct {
+	pool *pgxpool.Pool
+	s    notifierSettings
+}
+
+// NotifierOption configures a Notifier.
+type NotifierOption func(*notifierSettings)
+
+type notifierSettings struct {
+	schema      string
+	ping        time.Duration
+	first, most time.Duration // the backoff between connections
+}
+
+// WithNotifierSchema names the schema whose channels the Notifier listens
+// on ("public" by default), the schema of the repositories that push.
+func WithNotifierSchema(name string) NotifierOption {
+	return func(s *notifierSettings) { s.schema = name }
+}
+
+// WithPingInterval sets how long the connection may stay silent before
+// the Notifier pings the server to make sure that it is still there (5 s
+// by default). A ping that fails, or takes longer than this, counts as a
+// lost connection.
+func WithPingInterval(d time.Duration) NotifierOption {
+	return func(s *notifierSettings) {
+		if d > 0 {
+			s.ping = d
+		}
+	}
+}
+
+// WithReconnectBackoff sets the wait before connecting again after an
+// error: first (10 ms by default), doubled after every failure up to most
+// (5 s by default), each wait between half and all of it at random.
+func WithReconnectBackoff(first, most time.Duration) NotifierOption {
+	return func(s *notifierSettings) {
+		if first > 0 {
+			s.first, s.most = first, max(first, most)
+		}
+	}
+}
+
+// NewNotifier returns a Notifier that connects with the configuration of
+// pool's connections (but none of the pool's hooks), on a connection of
+// its own that it opens, never one taken from pool.
+func NewNotifier(pool *pgxpool.Pool, opts ...NotifierOption) *Notifier {
+	s := notifierSettings{schema: "public", ping: defaultPingInterval, first: defaultFirstBackoff, most: defaultMaxBackoff}
+	for _, opt := range opts {
+		opt(&s)
+	}
+	return &Notifier{pool: pool, s: s}
+}
+
+// Listen listens until ctx ends, then closes its connection and returns
+// ctx.Err(). It calls wake with the topics whose pushes committed and
+// activated with the topics whose activation changed, as they come; those
+// already received when it hands one over go with it, each topic once, the
+// activation changes first. Whenever it starts listening (at first and
+// after every reconnection) it calls wake(nil) and activated(nil): what
+// was sent before was missed, and nil stands for every topic. An
+// activation notification without a topic stands for every topic too. On
+// any error of its connection it calls lost with the error, closes the
+// connection and connects again after a backoff. The callbacks run on
+// Listen's goroutine; nil ones are skipped. It fails at once, with
+// taskapi.ErrInvalidArgument, only for an invalid schema.
+func (n *Notifier) Listen(ctx context.Context, wake, activated func(topics []string), lost func(err error)) error {
+	if err := checkSchema(n.s.schema); err != nil {
+		return fmt.Errorf("taskpg: listen: %w", err)
+	}
+	h := handlers{wake: wake, activated: activated, lost: lost}
+	backoff := n.s.first
+	for {
+		lasted, err := n.session(ctx, h)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		h.lose(fmt.Errorf("taskpg: listen: %w", err))
+		if lasted >= n.s.most { // it was a connection that worked: start over
+			backoff = n.s.first
+		}
+		if !sleep(ctx, backoff/2+rand.N(backoff/2+1)) {
+			return ctx.Err()
+		}
+		backoff = min(2*backoff, n.s.most)
+	}
+}
+
+// session connects, listens and hands notifications over until an error
+// or the end of ctx. It returns how long it listened.
+func (n *Notifier) session(ctx context.Context, h handlers) (time.Duration, error) {
+	conn, err := n.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		end, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		_ = conn.Close(end) // the connection is done with, whatever the error
+	}()
+	start := time.Now()
+	h.everything()
+	err = n.receive(ctx, conn, h)
+	return time.Since(start), err
+}
+
+// connect opens the Notifier's connection and listens on its channels.
+func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	cfg := n.pool.Config().ConnConfig // a copy
+	cfg.RuntimeParams["application_name"] = NotifierApplicationName
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	listen := "LISTEN " + pgx.Identifier{TasksChannel(n.s.schema)}.Sanitize() +
+		"; LISTEN " + pgx.Identifier{activationChannel(n.s.schema)}.Sanitize()
+	if _, err := conn.PgConn().Exec(ctx, listen).ReadAll(); err != nil {
+		_ = conn.Close(ctx)
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return conn, nil
+}
+
+// receive waits for notifications and hands them over, and pings the
+// server whenever the connection stays silent for the ping interval, until
+// an error or the end of ctx.
+func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers) error {
+	tasks, activation := TasksChannel(n.s.schema), activationChannel(n.s.schema)
+	for {
+		wait, cancel := context.WithTimeout(ctx, n.s.ping)
+		note, err := conn.WaitForNotification(wait)
+		silent := wait.Err() == context.DeadlineExceeded
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err == nil:
+			notes, err := drain(conn, note)
+			h.hand(notes, tasks, activation)
+			if err != nil {
+				return err
+			}
+		case silent:
+			if err := n.ping(ctx, conn); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+// ping makes sure that the server still answers within the ping interval.
+func (n *Notifier) ping(ctx context.Context, conn *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, n.s.ping)
+	defer cancel()
+	if err := conn.PgConn().Ping(ctx); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// drain returns first with the notifications that have arrived already,
+// without waiting for more: those that pgx has buffered, and those in the
+// bytes read from the socket. A read deadline in the past makes the read
+// that would wait fail at once with a timeout, which leaves the connection
+// as it was (pgx's own cancellation works the same way).
+func drain(conn *pgx.Conn, first *pgconn.Notification) ([]*pgconn.Notification, error) {
+	notes := []*pgconn.Notification{first}
+	socket := conn.PgConn().Conn()
+	if err := socket.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		return notes, err
+	}
+	for len(notes) < maxDrain {
+		note, err := conn.WaitForNotification(context.Background())
+		if err != nil {
+			if !pgconn.Timeout(err) {
+				return notes, err
+			}
+			break
+		}
+		notes = append(notes, note)
+	}
+	return notes, socket.SetReadDeadline(time.Time{})
+}
+
+// sleep waits for d or the end of ctx, and reports whether ctx goes on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// handlers are the callbacks of Listen.
+type handlers struct {
+	wake, activated func(topics []string)
+	lost            func(err error)
+}
+
+// lose reports an error that Listen recovers from.
+func (h handlers) lose(err error) {
+	if h.lost != nil {
+		h.lost(err)
+	}
+}
+
+// everything tells that every topic may have got tasks or changed.
+func (h handlers) everything() {
+	send(h.activated, nil)
+	send(h.wake, nil)
+}
+
+// hand hands notes over, the activation changes first, each topic once.
+func (h handlers) hand(notes []*pgconn.Notification, tasks, activation string) {
+	var pushed, changed topicSet
+	for _, note := range notes {
+		switch note.Channel {
+		case tasks:
+			pushed.add(note.Payload)
+		case activation:
+			changed.add(note.Payload)
+		}
+	}
+	if changed.any {
+		send(h.activated, changed.list())
+	}
+	if pushed.any {
+		send(h.wake, pushed.list())
+	}
+}
+
+// send calls fn with topics unless fn is nil.
+func send(fn func([]string), topics []string) {
+	if fn != nil {
+		fn(topics)
+	}
+}
+
+// topicSet gathers the distinct topics of notifications in the order they
+// came; an empty payload stands for every topic.
+type topicSet struct {
+	topics []string
+	seen   map[string]bool
+	any    bool // a notification came
+	all    bool // one stood for every topic
+}
+
+func (s *topicSet) add(topic string) {
+	s.any = true
+	if topic == "" {
+		s.all = true
+		return
+	}
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	if !s.seen[topic] {
+		s.seen[topic] = true
+		s.topics = append(s.topics, topic)
+	}
+}
+
+// list returns the topics, nil for every topic.
+func (s *topicSet) list() []string {
+	if s.all {
+		return nil
+	}
+	return s.topics
+}

@@ -1,0 +1,147 @@
+package taskproc
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// ErrSettled refuses a second settlement of a batch: it was completed,
+// failed or released already (also by a Stop that gave up on it).
+var ErrSettled = errors.New("taskproc: batch already settled")
+
+// A Batch is the tasks of one poll, handed to a Handler to be settled exactly
+// once: completed with decisions (Complete, CompleteTx), failed (Fail) or
+// released back to Ready (Release). A second settlement is refused with
+// ErrSettled and changes nothing. The limiter slot of the poll is held until
+// the batch is settled. A Batch is safe for use by many goroutines.
+type Batch struct {
+	topic   string
+	tasks   []taskapi.Task // in poll order; the handler must not change it
+	polled  time.Time
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	settler settler
+	repo    any // the Repository[Tx] that polled the batch, for follow-up pushes
+	state   atomic.Int32
+	how     atomic.Value // string: how it was settled, for ErrSettled
+	done    chan struct{}
+	after   []string // topics to resume once the completion committed
+	// live are the tasks that the current attempt of a completion writes:
+	// the batch's, but those another owner took meanwhile; nil for all.
+	live []taskapi.Task
+}
+
+// The states of a batch.
+const (
+	pending int32 = iota
+	settling
+	settled
+)
+
+// settler settles batches: the Manager that polled them.
+type settler interface {
+	// accepts reports whether completion is a completion function over
+	// the settler's transaction type.
+	accepts(completion any) bool
+	complete(b *Batch, completion any) error
+	fail(b *Batch, cause error) error
+	release(b *Batch) error
+	// abandon settles b without a write, its context ended with cause.
+	abandon(b *Batch, cause error) error
+}
+
+// Topic returns the batch's topic.
+func (b *Batch) Topic() string { return b.topic }
+
+// Tasks returns the tasks of the batch in poll order. The slice must not be
+// changed.
+func (b *Batch) Tasks() []taskapi.Task { return b.tasks }
+
+// Done returns a channel that is closed once the batch is settled.
+func (b *Batch) Done() <-chan struct{} { return b.done }
+
+// Complete completes the batch with decisions, in one transaction of its
+// own. A decision for a task not in the batch fails the whole batch, naming
+// the unknown tasks; a task without a decision ends with Failure and an
+// output that says so. When the completion cannot be written, the batch is
+// failed (or, when the runtime gave up on it, released) and Complete returns
+// the reason.
+func (b *Batch) Complete(decisions Decisions) error {
+	return b.settle(func() error {
+		return b.settler.complete(b, func(context.Context) (Decisions, error) { return decisions, nil })
+	})
+}
+
+// CompleteTx completes b inside one transaction: fn runs in it first, and may
+// write the caller's own data through tx, then the repository records the
+// decisions fn returned (as Complete does). When fn returns an error or
+// panics, nothing of it is committed and the batch is failed with that
+// error. Tx must be the transaction type of the runtime that polled b, else
+// CompleteTx returns an ErrInvalidArgument and b stays unsettled.
+func CompleteTx[Tx any](b *Batch, fn func(ctx context.Context, tx Tx) (Decisions, error)) error {
+	if !b.settler.accepts(fn) {
+		var tx Tx
+		return fmt.Errorf("taskproc: complete a batch of %q with a transaction of type %T: %w", b.topic, tx, taskapi.ErrInvalidArgument)
+	}
+	return b.settle(func() error { return b.settler.complete(b, fn) })
+}
+
+// Fail completes every task of the batch with Failure and cause's text as
+// output, in a transaction of its own. When even that cannot be written,
+// the tasks stay Active for their owner; expiry is their way back.
+func (b *Batch) Fail(cause error) error {
+	if cause == nil {
+		cause = errors.New("failed without a reason")
+	}
+	return b.settle(func() error { return b.settler.fail(b, cause) })
+}
+
+// Release gives the tasks of the batch back as Ready, as if they had not
+// been polled: they were interrupted, not processed.
+func (b *Batch) Release() error {
+	return b.settle(func() error { return b.settler.release(b) })
+}
+
+// settle runs do unless the batch was settled, and marks it settled.
+func (b *Batch) settle(do func() error) error {
+	if !b.state.CompareAndSwap(pending, settling) {
+		how, _ := b.how.Load().(string)
+		return fmt.Errorf("%w: %s (topic %q)", ErrSettled, how, b.topic)
+	}
+	return do()
+}
+
+// finish marks the batch settled, how it was, and lets go of its context.
+func (b *Batch) finish(how string) {
+	b.how.Store(how)
+	b.state.Store(settled)
+	b.cancel(ErrSettled)
+	close(b.done)
+}
+
+// attemptTasks returns the tasks that the current attempt of a completion
+// writes.
+func (b *Batch) attemptTasks() []taskapi.Task {
+	if b.live == nil {
+		return b.tasks
+	}
+	return b.live
+}
+
+// resumeAfterCommit asks for topics to be resumed once the batch's
+// completion committed; for completions that push follow-up tasks.
+func (b *Batch) resumeAfterCommit(topics ...string) {
+	b.after = append(b.after, topics...)
+}
+
+// sortedBySequence returns tasks in ascending sequence.
+func sortedBySequence(tasks []taskapi.Task) []taskapi.Task {
+	return slices.SortedFunc(slices.Values(tasks), func(a, b taskapi.Task) int { return cmp.Compare(a.Sequence, b.Sequence) })
+}

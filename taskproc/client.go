@@ -1,0 +1,193 @@
+package taskproc
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// A Client is the runtime of one process, for one owner: a Manager per
+// topic that has a handler, started and stopped together, and its keeper.
+// It is the value a consumer service makes once, at start-up.
+//
+// The keeper registers the owner at Start and sends its heartbeat every
+// interval (WithHeartbeat). Every heartbeat, it expires the Active tasks of
+// other owners silent for longer than the expiry (WithExpiry, on the
+// database clock), revives them if asked (WithRevival), and now and then
+// purges dead owners (WithOwnerPurge). Several processes doing so at once
+// is the normal case. When the keeper cannot confirm its own heartbeat for
+// longer than the expiry, the Client fences itself: its Managers stop
+// claiming and give up their batches without a write (their contexts end
+// with ErrFenced, and nothing they settle reaches the database), since
+// another process may have expired and revived their tasks meanwhile. Once
+// the database answers, it goes on under a new owner (WithSuccessor), so
+// that no claim of the fenced owner is ever completed by its successor.
+type Client[Tx any] struct {
+	repo     Repository[Tx]
+	transact Transact[Tx]
+	opts     []Option
+	s        settings
+	keeper   *keeper[Tx]
+
+	mu       sync.Mutex
+	managers map[string]*Manager[Tx]
+	running  bool
+	control  *control[Tx] // the keeper, the Notifier and the reconciliation, while running
+}
+
+// New returns a Client that polls as repo's owner and runs its transactions
+// through transact. opts apply to every topic, before the topic's own.
+func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*Client[Tx], error) {
+	s, err := apply(opts)
+	if err == nil && (repo == nil || transact == nil) {
+		err = fmt.Errorf("a repository and a transaction function are required: %w", taskapi.ErrInvalidArgument)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("taskproc: new client: %w", err)
+	}
+	c := &Client[Tx]{repo: repo, transact: transact, opts: opts, s: s, managers: map[string]*Manager[Tx]{}}
+	if c.keeper, err = newKeeper(c, repo, s); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Handle registers handler for topic, with options of the topic's own. It
+// fails with ErrInvalidArgument for a topic that has a handler already or
+// invalid options, and with ErrRunning once the Client runs.
+func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...Option) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return fmt.Errorf("taskproc: handle %q: %w", topic, ErrRunning)
+	}
+	if _, ok := c.managers[topic]; ok {
+		return fmt.Errorf("taskproc: handle %q: the topic has a handler already: %w", topic, taskapi.ErrInvalidArgument)
+	}
+	all := append(slices.Clip(c.opts), opts...)
+	m, err := NewManager(c.repo, c.transact, topic, handler, append(all, withResume(c.resumeLocal))...)
+	if err != nil {
+		return err
+	}
+	c.managers[topic] = m
+	return nil
+}
+
+// managerList returns the Managers, in no order.
+func (c *Client[Tx]) managerList() []*Manager[Tx] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Values(c.managers))
+}
+
+// Manager returns the Manager of topic, nil when topic has no handler.
+func (c *Client[Tx]) Manager(topic string) *Manager[Tx] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.managers[topic]
+}
+
+// Topics lists the topics that have a handler, sorted.
+func (c *Client[Tx]) Topics() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.managers))
+}
+
+// Start registers the owner, starts the heartbeat and every Manager, and
+// returns once they run. When one fails to start, the others are stopped
+// again and Start returns the error. ErrRunning if the Client runs already.
+// When ctx ends, every Manager stops polling and stops once its batches in
+// flight are settled (see Manager.Start), and the heartbeat stops; call
+// Stop, with a deadline, to bound that and to wait for it.
+func (c *Client[Tx]) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return fmt.Errorf("taskproc: start: %w", ErrRunning)
+	}
+	if err := c.keeper.register(ctx); err != nil {
+		return fmt.Errorf("taskproc: start: register owner %q: %w", c.keeper.owner().Owner(), err)
+	}
+	if err := c.apply(ctx, nil, c.managers); err != nil {
+		return fmt.Errorf("taskproc: start: read the activations: %w", err)
+	}
+	var started []*Manager[Tx]
+	for _, topic := range slices.Sorted(maps.Keys(c.managers)) {
+		m := c.managers[topic]
+		if err := m.Start(ctx); err != nil {
+			stopAll(context.WithoutCancel(ctx), started)
+			return err
+		}
+		started = append(started, m)
+	}
+	c.running = true
+	c.control = c.startControl(ctx)
+	return nil
+}
+
+// Stop stops every Manager at once, as Manager.Stop does, then the keeper,
+// the Notifier and the reconciliation, and returns their errors joined
+// (ctx.Err() when ctx ended before every batch was settled).
+func (c *Client[Tx]) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	managers := slices.Collect(maps.Values(c.managers))
+	control := c.control
+	c.running, c.control = false, nil
+	c.mu.Unlock()
+	err := stopAll(ctx, managers)
+	if control != nil {
+		control.halt()
+	}
+	return err
+}
+
+// Resume wakes the Managers of topics, or every Manager when none are
+// named, so that they poll at once.
+func (c *Client[Tx]) Resume(topics ...string) {
+	c.mu.Lock()
+	var managers []*Manager[Tx]
+	if len(topics) == 0 {
+		managers = slices.Collect(maps.Values(c.managers))
+	}
+	for _, topic := range topics {
+		if m, ok := c.managers[topic]; ok {
+			managers = append(managers, m)
+		}
+	}
+	c.mu.Unlock()
+	for _, m := range managers {
+		m.Resume()
+	}
+}
+
+// resumeLocal wakes the managers of topics to which a completion pushed
+// follow-up tasks; a topic without a local manager is left alone.
+func (c *Client[Tx]) resumeLocal(topics ...string) {
+	if len(topics) > 0 {
+		c.Resume(topics...)
+	}
+}
+
+// Owner returns the name of the owner the Client polls as now: after it
+// fenced itself and recovered, its successor's.
+func (c *Client[Tx]) Owner() string { return c.keeper.owner().Owner() }
+
+// stopAll stops managers at once and joins their errors, ctx.Err() once.
+func stopAll[Tx any](ctx context.Context, managers []*Manager[Tx]) error {
+	errs := make([]error, len(managers))
+	var wg sync.WaitGroup
+	for i, m := range managers {
+		wg.Go(func() { errs[i] = m.Stop(ctx) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		errs = slices.DeleteFunc(errs, func(err error) bool { return err == ctx.Err() })
+		errs = append(errs, ctx.Err())
+	}
+	return join(errs)
+}

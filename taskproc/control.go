@@ -1,0 +1,116 @@
+package taskproc
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// control runs what a Client does besides its Managers: the keeper, the
+// Notifier and the reconciliation of activations, until stop.
+type control[Tx any] struct {
+	c       *Client[Tx]
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	pending map[string]bool // topics whose activation changed; "" stands for all
+	signal  chan struct{}
+}
+
+// startControl starts the keeper, the Notifier and the reconciliation.
+func (c *Client[Tx]) startControl(ctx context.Context) *control[Tx] {
+	k := &control[Tx]{c: c, stop: make(chan struct{}), pending: map[string]bool{}, signal: make(chan struct{}, 1)}
+	if c.s.heartbeat > 0 {
+		k.wg.Go(func() { c.keeper.run(ctx, k.stop) })
+	}
+	k.wg.Go(func() { k.reconcile(ctx) })
+	if c.s.notifier != nil {
+		k.wg.Go(func() { k.listen(ctx) })
+	}
+	return k
+}
+
+// halt stops what startControl started and waits for it.
+func (k *control[Tx]) halt() {
+	close(k.stop)
+	k.wg.Wait()
+}
+
+// listen runs the Notifier until stop.
+func (k *control[Tx]) listen(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-k.stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	w := newWaker(k.c.Resume, k.c.s.window)
+	defer w.stop()
+	lost := func(err error) { k.c.s.notify(Event{Kind: EventNotifierLost, Err: err}) }
+	if err := k.c.s.notifier.Listen(ctx, w.wake, k.activated, lost); err != nil && ctx.Err() == nil {
+		lost(err)
+	}
+}
+
+// activated asks for the activations of topics (all for none) to be read.
+func (k *control[Tx]) activated(topics []string) {
+	k.mu.Lock()
+	if len(topics) == 0 {
+		k.pending[""] = true
+	}
+	for _, topic := range topics {
+		k.pending[topic] = true
+	}
+	k.mu.Unlock()
+	select {
+	case k.signal <- struct{}{}:
+	default:
+	}
+}
+
+// reconcile reads the activations every reconcile interval, and at once
+// when a notification asks for it.
+func (k *control[Tx]) reconcile(ctx context.Context) {
+	ticker := time.NewTicker(k.c.s.reconcile)
+	defer ticker.Stop()
+	for {
+		var topics []string
+		select {
+		case <-k.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-k.signal:
+			topics = k.take()
+			if topics == nil {
+				continue
+			}
+		}
+		if err := k.c.reconcile(ctx, topics); err != nil {
+			k.c.s.notify(Event{Kind: EventReconcileFailed, Err: err})
+		}
+	}
+}
+
+// take returns the topics asked for: nil for none, empty for all.
+func (k *control[Tx]) take() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.pending) == 0 {
+		return nil
+	}
+	all := k.pending[""]
+	topics := make([]string, 0, len(k.pending))
+	for topic := range k.pending {
+		topics = append(topics, topic)
+	}
+	clear(k.pending)
+	if all {
+		return []string{}
+	}
+	return topics
+}

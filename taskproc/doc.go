@@ -1,0 +1,57 @@
+// Package taskproc is the consumer runtime of taskrepo: the poll loops, the
+// limits on concurrency, buffering and composite steps that a consumer
+// service would otherwise write by hand. It works with any repository of
+// package taskapi (taskpg, taskansi on PostgreSQL, SQLite, MySQL).
+//
+// A process makes one Client, registers a Handler per topic and starts it:
+//
+//	repo, _ := taskpg.New("billing-" + hostname)
+//	client, _ := taskproc.New(repo, taskpg.Transact(pool))
+//	client.Handle("invoices", taskproc.Sequential(sendInvoice), taskproc.WithSize(100))
+//	client.Start(ctx)
+//	defer client.Stop(stopCtx)
+//
+// Under it, a Manager runs the loop of one topic: it acquires a slot of its
+// Limiter, polls up to size tasks in a transaction of its own (with its
+// order and condition), and hands the Batch to the handler; it polls again
+// at once while polls find work, waits its pause (or until Resume wakes it)
+// when they do not, and backs off after a failed poll.
+//
+// # Settling batches
+//
+// Every Batch is settled exactly once, from any goroutine, before or after
+// the handler returns: Complete records decisions in one transaction
+// (CompleteTx also runs the caller's own writes in it), Fail ends every task
+// with Failure, Release gives the tasks back as Ready. A second settlement is
+// refused with ErrSettled. A handler that returns an error or panics fails
+// its batch. A decision for a task that is not in the batch fails the whole
+// batch; a task without a decision ends with Failure.
+//
+// # Handlers
+//
+// Sequential and Parallel decide task by task with a TaskFunc (Parallel keeps
+// the tasks of one identifier in sequence order). Buffered hands batches to
+// workers through a bounded buffer, so that the loop polls ahead with
+// back-pressure. A Composite runs named steps that depend on each other,
+// concurrently where they do not, and finishes with contexts that run in the
+// completing transaction and may push follow-up tasks and junctions.
+//
+// # Limiters
+//
+// Unlimited, Bounded (shared across topics), Prioritizing (by priority, FIFO
+// among equals, with reserved minimums), PerTopic (a bounded wait queue per
+// topic that refuses with ErrQueueFull) and Chain; limits change at run time.
+//
+// # Stopping
+//
+// Stop is staged: polling stops at once, then Stop waits for the batches in
+// flight. When its context ends first, it cancels their contexts, waits a
+// grace (WithGrace) and releases what is still unsettled back to Ready: the
+// tasks were interrupted, not failed, and a late settlement is refused.
+//
+// # Observing
+//
+// A Listener hears of every batch polled, dispatched, completed, failed or
+// released, of empty and failed polls, wake-ups and a loop's death; the
+// runtime logs through log/slog (WithLogger); Manager.Stats counts.
+package taskproc

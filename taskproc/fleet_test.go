@@ -1,0 +1,170 @@
+package taskproc_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskproc"
+)
+
+// span is when one runtime held a term of leadership, on the local clock:
+// from the callback's start to the end of its context.
+type span struct {
+	owner      string
+	term       int64
+	start, end time.Time
+}
+
+// spans records the terms the callbacks saw.
+type spans struct {
+	mu  sync.Mutex
+	all []span
+	wg  sync.WaitGroup
+}
+
+// callback returns a leader callback of owner that records its span.
+func (s *spans) callback(owner string) func(ctx context.Context, term taskapi.Term) {
+	return func(ctx context.Context, term taskapi.Term) {
+		s.wg.Add(1)
+		defer s.wg.Done()
+		start := time.Now()
+		<-ctx.Done()
+		s.mu.Lock()
+		s.all = append(s.all, span{owner: owner, term: term.Number, start: start, end: time.Now()})
+		s.mu.Unlock()
+	}
+}
+
+// overlaps returns the pairs of spans of different owners that overlap.
+func (s *spans) overlaps() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for i, a := range s.all {
+		for _, b := range s.all[i+1:] {
+			if a.owner != b.owner && a.start.Before(b.end) && b.start.Before(a.end) {
+				out = append(out, fmt.Sprintf("%s term %d and %s term %d led at once", a.owner, a.term, b.owner, b.term))
+			}
+		}
+	}
+	return out
+}
+
+func (s *spans) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.all)
+}
+
+func fleetCases[Tx any](all map[string]suiteCase[Tx]) {
+	all["APausedTopicClaimsNothingUntilItRunsAgain"] = func(t *testing.T, e *env[Tx]) {
+		e.push("a")
+		operator := e.owner("operator")
+		if err := operator.SetActivation(e.ctx, e.db, topic, taskapi.Paused); err != nil {
+			t.Fatal(err)
+		}
+		var polls atomic.Int32
+		repo := &hooked[Tx]{fullRepo: e.repo}
+		repo.poll = func(poll func() ([]taskapi.Task, error)) ([]taskapi.Task, error) {
+			polls.Add(1)
+			return poll()
+		}
+		events := &recorder{}
+		c := e.client(repo, taskproc.WithReconcile(20*time.Millisecond), taskproc.WithListener(events))
+		handle(t, c, topic, taskproc.Sequential(succeed))
+		e.start(c)
+		if a := c.Manager(topic).Activation(); a != taskapi.Paused {
+			t.Fatalf("activation at start = %v, want the stored PAUSED", a)
+		}
+		c.Resume(topic)
+		e.eventually("the woken loop", func() bool { return len(events.of(taskproc.EventWoken)) > 0 })
+		if n := polls.Load(); n != 0 {
+			t.Errorf("%d polls of a paused topic, want none", n)
+		}
+		// Another process runs it again: the reconciliation picks it up.
+		if err := operator.SetActivation(e.ctx, e.db, topic, taskapi.Running); err != nil {
+			t.Fatal(err)
+		}
+		e.allIn(1, taskapi.Succeeded)
+	}
+
+	all["ADrainingTopicFinishesWhatItHolds"] = func(t *testing.T, e *env[Tx]) {
+		e.push("a", "b")
+		started, finish := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		c := e.client(e.repo)
+		handle(t, c, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
+			first := false
+			once.Do(func() { first = true; close(started) })
+			if first {
+				<-finish
+			}
+			return b.Complete(every(b, taskapi.Success))
+		}), taskproc.WithSize(1))
+		e.start(c)
+		within(t, "the first batch", started)
+		if err := c.SetActivation(e.ctx, topic, taskapi.Draining); err != nil {
+			t.Fatal(err)
+		}
+		m := c.Manager(topic)
+		if m.Drained() {
+			t.Error("drained while a batch is in flight")
+		}
+		close(finish)
+		e.eventually("drained", m.Drained)
+		if n := e.count(taskapi.Succeeded); n != 1 {
+			t.Errorf("%d tasks done while draining, want only the one in flight", n)
+		}
+		if err := c.SetActivation(e.ctx, topic, taskapi.Running); err != nil {
+			t.Fatal(err)
+		}
+		e.allIn(2, taskapi.Succeeded)
+	}
+
+	all["OnlyTheLeaderPollsAndAnotherTakesOverWhenItStops"] = func(t *testing.T, e *env[Tx]) {
+		e.push(ids(60, 60)...)
+		s := &spans{}
+		var clients []*taskproc.Client[Tx]
+		for i := range 3 {
+			owner := fmt.Sprint("candidate-", i)
+			c := e.client(e.owner(owner))
+			handle(t, c, topic, taskproc.Sequential(succeed), taskproc.WithSize(5),
+				taskproc.WithLeadership(300*time.Millisecond), taskproc.WithLeaderCallback(s.callback(owner)))
+			e.start(c)
+			clients = append(clients, c)
+		}
+		leader := func() int {
+			for i, c := range clients {
+				if c.Manager(topic).Leading() {
+					return i
+				}
+			}
+			return -1
+		}
+		e.eventually("a leader", func() bool { return leader() >= 0 })
+		first := leader()
+		e.allIn(60, taskapi.Succeeded)
+		for _, info := range e.infos(topic) {
+			if info.Owner != clients[first].Owner() {
+				t.Errorf("task %d done by %s, want the leader %s only", info.Sequence, info.Owner, clients[first].Owner())
+			}
+		}
+		stopWithin(t, clients[first].Stop) // concedes
+		e.eventually("another leader", func() bool { n := leader(); return n >= 0 && n != first })
+		for _, c := range clients {
+			stopWithin(t, c.Stop)
+		}
+		s.wg.Wait()
+		if s.count() < 2 {
+			t.Errorf("%d terms seen, want the first and its successor's", s.count())
+		}
+		for _, o := range s.overlaps() {
+			t.Error(o)
+		}
+	}
+}

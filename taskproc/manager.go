@@ -1,0 +1,306 @@
+package taskproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// ErrRunning refuses to start a Manager or Client that runs already.
+var ErrRunning = errors.New("taskproc: already running")
+
+// errStopped is the cause with which a Stop that ran out of time cancels
+// the contexts of the batches in flight.
+var errStopped = errors.New("taskproc: stopped before the batch was settled")
+
+// A Starter is a Handler with goroutines of its own, such as Buffered's
+// workers: a Manager starts it before its loop, and stops it once the loop
+// stopped polling, before it waits for the batches in flight.
+type Starter interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+// A Manager runs the poll loop of one topic: it acquires a limiter slot,
+// polls a batch in a transaction of its own, hands it to its handler and
+// polls again at once; after a poll that found nothing it waits its pause,
+// or until Resume wakes it; after a failed poll it backs off. A Client runs
+// one Manager per topic; a Manager can also run alone.
+type Manager[Tx any] struct {
+	topic      string
+	handler    Handler
+	transact   Transact[Tx]
+	s          settings
+	repo       atomic.Pointer[repoBox[Tx]]
+	holds      atomic.Int32 // why the loop claims nothing: a bit per reason (see hold)
+	activation atomic.Int32 // the topic's taskapi.Activation
+	stats      counters
+
+	mu        sync.Mutex
+	run       *run // the current run; nil while stopped
+	changed   chan struct{}
+	abandoned []taskapi.Task // tasks given up when the owner fenced itself
+}
+
+// repoBox holds a Repository for atomic.Pointer.
+type repoBox[Tx any] struct{ repo Repository[Tx] }
+
+// run is one Start to Stop of a Manager.
+type run struct {
+	ctx        context.Context    // values of Start's context; ends when Stop gives up
+	cancel     context.CancelFunc // hard stop: a poll in progress gives up
+	loopCtx    context.Context    // ends when Stop begins: no more waiting or polling
+	loopCancel context.CancelFunc
+	stopAfter  func() bool // unregisters the stop on the end of Start's context
+	// hurry ends when a Stop's context ends: the batches still in flight
+	// are interrupted.
+	hurry   context.Context
+	hurryUp context.CancelFunc
+	wakes   []chan struct{} // one per loop, each holding one wake-up
+	elected <-chan struct{} // closed when the leadership has conceded; nil without one
+	// Under the Manager's mu:
+	loops       int // loop goroutines that have not returned
+	inHandler   int // loop goroutines inside the handler
+	batches     map[*Batch]struct{}
+	stopping    bool
+	interrupted bool          // a Stop's context ended before every batch was settled
+	stopped     chan struct{} // closed when the run has stopped
+	stopErr     error
+}
+
+// NewManager returns a Manager of topic that polls as repo's owner and hands
+// the batches to handler.
+func NewManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string, handler Handler, opts ...Option) (*Manager[Tx], error) {
+	s, err := apply(opts)
+	if err == nil {
+		err = check.Topic(topic)
+	}
+	if err == nil && (repo == nil || transact == nil || handler == nil) {
+		err = fmt.Errorf("a repository, a transaction function and a handler are required: %w", taskapi.ErrInvalidArgument)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
+	}
+	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, s: s, changed: make(chan struct{})}
+	m.repo.Store(&repoBox[Tx]{repo})
+	return m, nil
+}
+
+// Topic returns the Manager's topic.
+func (m *Manager[Tx]) Topic() string { return m.topic }
+
+// SetRepository makes the Manager poll as another repository's owner from
+// its next poll on, for a process that continues under a new owner name.
+// Batches polled before are settled with the repository that polled them.
+func (m *Manager[Tx]) SetRepository(repo Repository[Tx]) { m.repo.Store(&repoBox[Tx]{repo}) }
+
+// SetClaiming turns polling off (false: the loop claims no task and waits,
+// batches in flight go on) or on again (true, the default), waking the loop.
+// The runtime holds polling too, for reasons of its own (a fenced owner, a
+// paused topic); the loop claims only when nothing holds it.
+func (m *Manager[Tx]) SetClaiming(on bool) { m.hold(holdUser, !on) }
+
+// Start starts the loop and returns once it runs; ErrRunning if it runs
+// already. The batches' contexts carry ctx's values. When ctx ends, the
+// Manager stops as a Stop without a deadline does: it stops polling and
+// waits for the batches in flight; a Stop with a deadline bounds that wait.
+func (m *Manager[Tx]) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.run != nil {
+		return fmt.Errorf("taskproc: start the manager of %q: %w", m.topic, ErrRunning)
+	}
+	if st, ok := m.handler.(Starter); ok {
+		if err := st.Start(ctx); err != nil {
+			return fmt.Errorf("taskproc: start the handler of %q: %w", m.topic, err)
+		}
+	}
+	r := &run{batches: map[*Batch]struct{}{}, stopped: make(chan struct{}), loops: m.s.pollers}
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.loopCtx, r.loopCancel = context.WithCancel(r.ctx)
+	r.hurry, r.hurryUp = context.WithCancel(context.Background())
+	if m.s.leadership > 0 {
+		elected, err := m.startLeadership(r)
+		if err != nil {
+			r.cancel()
+			return err
+		}
+		r.elected = elected
+	}
+	r.stopAfter = context.AfterFunc(ctx, func() { _ = m.Stop(context.Background()) })
+	m.run = r
+	for range m.s.pollers {
+		wake := make(chan struct{}, 1)
+		r.wakes = append(r.wakes, wake)
+		go m.loop(r, wake)
+	}
+	return nil
+}
+
+// Active reports whether the loop runs: false once stopped, and false when
+// it died on its own (an EventFatal says why).
+func (m *Manager[Tx]) Active() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.run != nil && m.run.loops > 0 && !m.run.stopping
+}
+
+// Resume wakes the loop if it waits, so that it polls at once; a wake-up
+// while the loop is busy is kept, and its next wait returns at once. It
+// reports whether the loop runs.
+func (m *Manager[Tx]) Resume() bool {
+	m.mu.Lock()
+	r := m.run
+	running := r != nil && r.loops > 0 && !r.stopping
+	m.mu.Unlock()
+	if running {
+		for _, wake := range r.wakes {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return running
+}
+
+// Stop stops the Manager in stages. It stops polling at once, stops the
+// handler if it is a Starter, and waits for the batches in flight to be
+// settled. When ctx ends first, it cancels the contexts of the batches still
+// in flight, waits the grace (WithGrace), and then releases what is still
+// unsettled back to Ready, refusing any later settlement; it then returns
+// ctx.Err(). Stop returns once the runtime's goroutines have returned, but
+// for one that runs a handler call which ignored its context past the
+// grace: that one returns with the call. Stopping a stopped Manager does
+// nothing; a Stop during another waits for the same end, and the first
+// context to end hurries both.
+func (m *Manager[Tx]) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	r := m.run
+	if r == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	first := !r.stopping
+	r.stopping = true
+	m.mu.Unlock()
+	unhurry := context.AfterFunc(ctx, r.hurryUp)
+	defer unhurry()
+	if first {
+		m.shutdown(r)
+	}
+	<-r.stopped
+	if r.interrupted && ctx.Err() != nil {
+		return join([]error{r.stopErr, ctx.Err()})
+	}
+	return r.stopErr
+}
+
+// shutdown runs the stages of a stop and ends the run.
+func (m *Manager[Tx]) shutdown(r *run) {
+	r.stopAfter()
+	r.loopCancel()
+	var errs []error
+	if st, ok := m.handler.(Starter); ok {
+		if err := st.Stop(r.hurry); err != nil && r.hurry.Err() == nil {
+			errs = append(errs, fmt.Errorf("taskproc: stop the handler of %q: %w", m.topic, err))
+		}
+	}
+	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && len(r.batches) == 0 }) != nil {
+		m.interrupt(r)
+	}
+	if r.elected != nil {
+		<-r.elected // conceded, once polling stopped
+	}
+	r.cancel()
+	r.hurryUp()
+	m.mu.Lock()
+	r.stopErr = join(errs)
+	m.run = nil
+	close(r.stopped)
+	m.mu.Unlock()
+}
+
+// join returns nil for no errors, the error itself for one, else errors.Join.
+func join(errs []error) error {
+	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// interrupt cancels the batches in flight, waits the grace, releases what
+// is still unsettled and waits for the settlements in progress and the loop.
+func (m *Manager[Tx]) interrupt(r *run) {
+	m.update(func() { r.interrupted = true })
+	for _, b := range m.inFlight(r) {
+		b.cancel(errStopped)
+	}
+	grace, cancel := context.WithTimeout(context.Background(), m.s.grace)
+	_ = m.waitFor(grace, func() bool { return len(r.batches) == 0 })
+	cancel()
+	for _, b := range m.inFlight(r) {
+		if err := b.settle(func() error { return b.settler.release(b) }); err != nil && !errors.Is(err, ErrSettled) {
+			m.s.logger.Warn("taskproc: release at stop", "topic", m.topic, "err", err)
+		}
+	}
+	r.cancel()
+	// Settlements in progress end soon: their contexts are cancelled, and
+	// what they do then is bounded by cleanupTimeout.
+	last, cancel := context.WithTimeout(context.Background(), 2*cleanupTimeout)
+	defer cancel()
+	_ = m.waitFor(last, func() bool { return len(r.batches) == 0 && r.loops == r.inHandler })
+}
+
+// inFlight returns the unsettled batches of r.
+func (m *Manager[Tx]) inFlight(r *run) []*Batch {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Collect(maps.Keys(r.batches))
+}
+
+// waitFor waits until cond, checked under mu after every change of the
+// runs' state, holds, or ctx ends.
+func (m *Manager[Tx]) waitFor(ctx context.Context, cond func() bool) error {
+	for {
+		m.mu.Lock()
+		if cond() {
+			m.mu.Unlock()
+			return nil
+		}
+		changed := m.changed
+		m.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// update changes the state of r under mu and wakes the waiters of waitFor.
+func (m *Manager[Tx]) update(change func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	change()
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// repository returns the repository the Manager polls with.
+func (m *Manager[Tx]) repository() Repository[Tx] { return m.repo.Load().repo }
+
+// resume wakes the local managers of topics, through the Client.
+func (m *Manager[Tx]) resume(topics []string) {
+	if len(topics) > 0 && m.s.resume != nil {
+		m.s.resume(topics...)
+	}
+}

@@ -1,0 +1,188 @@
+package taskproc
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// An Option configures a Manager, or, given to New, every Manager of a
+// Client (a topic's own options come after the Client's) and the Client.
+type Option func(*settings)
+
+// settings are what the options set.
+type settings struct {
+	size       int
+	order      taskapi.Order
+	condition  taskapi.Condition
+	pause      time.Duration
+	limiter    Limiter
+	listener   Listener
+	logger     *slog.Logger
+	grace      time.Duration
+	heartbeat  time.Duration
+	pollers    int
+	expiry     time.Duration
+	revival    bool
+	purge      time.Duration
+	successor  any // func(previous string) (Repository[Tx], error), see WithSuccessor
+	notifier   Notifier
+	reconcile  time.Duration
+	window     time.Duration
+	leadership time.Duration
+	onLead     func(ctx context.Context, term taskapi.Term)
+	resume     func(topics ...string) // wakes local managers after follow-up pushes
+}
+
+// Defaults of the options.
+const (
+	DefaultSize      = 100
+	DefaultPause     = time.Second
+	DefaultGrace     = 2 * time.Second
+	DefaultHeartbeat = 5 * time.Second
+	DefaultExpiry    = 30 * time.Second
+	DefaultPurge     = 24 * time.Hour
+	DefaultReconcile = 10 * time.Second
+	DefaultWakeGap   = 2 * time.Millisecond
+)
+
+func defaults() settings {
+	return settings{
+		size: DefaultSize, pause: DefaultPause, limiter: Unlimited(),
+		grace: DefaultGrace, heartbeat: DefaultHeartbeat, pollers: 1,
+		expiry: DefaultExpiry, purge: DefaultPurge, reconcile: DefaultReconcile, window: DefaultWakeGap,
+	}
+}
+
+// WithSize sets how many tasks a poll takes at most (DefaultSize).
+func WithSize(n int) Option { return func(s *settings) { s.size = n } }
+
+// WithOrder sets the order of polls (FIFO by default).
+func WithOrder(order taskapi.Order) Option { return func(s *settings) { s.order = order } }
+
+// WithCondition sets the condition of polls (Unconditional by default), for
+// instance taskapi.SingularByIdentifier, so that no identifier is processed
+// twice at once.
+func WithCondition(condition taskapi.Condition) Option {
+	return func(s *settings) { s.condition = condition }
+}
+
+// WithPause sets how long the loop waits after a poll that found nothing,
+// unless it is woken (Resume) first (DefaultPause). It also caps the
+// backoff after failed polls.
+func WithPause(d time.Duration) Option { return func(s *settings) { s.pause = d } }
+
+// WithLimiter sets the limiter that bounds the batches in flight (Unlimited
+// by default). Give one limiter to several topics to bound them together.
+func WithLimiter(l Limiter) Option { return func(s *settings) { s.limiter = l } }
+
+// WithListener sets the listener that is told of the runtime's events.
+func WithListener(l Listener) Option { return func(s *settings) { s.listener = l } }
+
+// WithLogger sets the logger of the runtime (slog.Default() by default).
+func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
+
+// WithExpiry sets the keeper's timeout (DefaultExpiry): every heartbeat, the
+// Client expires the Active tasks of other owners silent for longer (on the
+// database clock), and it fences itself when it could not confirm its own
+// heartbeat for longer (see Client). Zero turns expiry and fencing off.
+// Choose several heartbeat intervals plus the longest pause a live process
+// may take.
+func WithExpiry(d time.Duration) Option { return func(s *settings) { s.expiry = d } }
+
+// WithRevival makes the keeper revive the expired tasks of the Client's
+// topics every heartbeat (ReviveReset: Ready again, in their place), so that
+// the work of crashed processes resumes by itself.
+func WithRevival() Option { return func(s *settings) { s.revival = true } }
+
+// WithOwnerPurge sets after how long of silence the keeper deletes owners
+// that hold no Active task (DefaultPurge), once an hour (or once per that
+// duration, when it is shorter); zero never does.
+func WithOwnerPurge(d time.Duration) Option { return func(s *settings) { s.purge = d } }
+
+// WithSuccessor gives a Client the identity it continues under after it
+// fenced itself: successor gets the fenced owner's name and returns a
+// repository of a new owner (NextOwner names one). Without it, a Client
+// that recovers releases the tasks it gave up and goes on as the same owner.
+func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], error)) Option {
+	return func(s *settings) { s.successor = successor }
+}
+
+// WithNotifier gives a Client a Notifier (taskpg.NewNotifier on
+// PostgreSQL): a push wakes the topic's Manager at once in every process,
+// and an activation changed anywhere applies at once. The first
+// notification of a topic wakes it at once; the ones that follow within
+// WithWakeGap coalesce into one wake-up at its end.
+func WithNotifier(n Notifier) Option { return func(s *settings) { s.notifier = n } }
+
+// WithWakeGap sets the window within which notifications of one topic
+// coalesce (DefaultWakeGap).
+func WithWakeGap(d time.Duration) Option { return func(s *settings) { s.window = d } }
+
+// WithReconcile sets how often a Client reads the topics' activations from
+// the database (DefaultReconcile): the bound on how long a change takes to
+// reach a process that was not notified.
+func WithReconcile(d time.Duration) Option { return func(s *settings) { s.reconcile = d } }
+
+// WithPollers sets how many poll loops a Manager runs (one by default). Each
+// acquires its own limiter slot and polls, so that up to n polls of the
+// topic are in flight at once and the handler is called from n goroutines:
+// it must be safe for that (Sequential, Parallel, Buffered and Composite
+// are). More pollers let workers that complete faster than one poll's round
+// trip keep busy.
+func WithPollers(n int) Option { return func(s *settings) { s.pollers = n } }
+
+// WithGrace sets how long a Stop whose context ended waits, after it
+// cancelled the contexts of the batches in flight, before it releases what
+// is still unsettled (DefaultGrace).
+func WithGrace(d time.Duration) Option { return func(s *settings) { s.grace = d } }
+
+// WithHeartbeat sets how often a Client sends its owner's heartbeat
+// (DefaultHeartbeat); zero sends none. Managers ignore it.
+func WithHeartbeat(d time.Duration) Option { return func(s *settings) { s.heartbeat = d } }
+
+// withResume sets what wakes the local managers of topics to which a
+// completion pushed follow-up tasks.
+func withResume(resume func(topics ...string)) Option {
+	return func(s *settings) { s.resume = resume }
+}
+
+// apply applies opts to the defaults and checks the result.
+func apply(opts []Option) (settings, error) {
+	s := defaults()
+	for _, opt := range opts {
+		opt(&s)
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	if s.limiter == nil {
+		s.limiter = Unlimited()
+	}
+	return s, s.check()
+}
+
+func (s settings) check() error {
+	switch {
+	case s.size < 1:
+		return fmt.Errorf("taskproc: size %d is below one: %w", s.size, taskapi.ErrInvalidArgument)
+	case s.pollers < 1:
+		return fmt.Errorf("taskproc: pollers %d is below one: %w", s.pollers, taskapi.ErrInvalidArgument)
+	case s.pause <= 0:
+		return fmt.Errorf("taskproc: pause %v is not positive: %w", s.pause, taskapi.ErrInvalidArgument)
+	case s.leadership < 0 || (s.leadership > 0 && s.leadership < 3*time.Millisecond):
+		return fmt.Errorf("taskproc: leadership term %v: %w", s.leadership, taskapi.ErrInvalidArgument)
+	case s.reconcile <= 0 || s.window < 0:
+		return fmt.Errorf("taskproc: reconcile %v, wake gap %v: %w", s.reconcile, s.window, taskapi.ErrInvalidArgument)
+	case s.grace < 0 || s.heartbeat < 0 || s.expiry < 0 || s.purge < 0:
+		return fmt.Errorf("taskproc: negative grace, heartbeat, expiry or purge: %w", taskapi.ErrInvalidArgument)
+	case s.expiry > 0 && s.heartbeat == 0:
+		return fmt.Errorf("taskproc: an expiry needs heartbeats: %w", taskapi.ErrInvalidArgument)
+	case !s.order.Valid() || !s.condition.Valid():
+		return fmt.Errorf("taskproc: order %v, condition %v: %w", s.order, s.condition, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}

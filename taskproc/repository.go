@@ -1,0 +1,37 @@
+package taskproc
+
+import (
+	"context"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Repository is what the runtime needs of a task repository for the owner it
+// polls as. *taskpg.Repository and *taskansi.Repository satisfy it.
+type Repository[Tx any] interface {
+	taskapi.Sink[Tx]
+	taskapi.Source[Tx]
+	taskapi.Releaser[Tx]
+	taskapi.Juncture[Tx]
+	// Owner returns the name of the owner.
+	Owner() string
+	// Register registers the owner; a Client does it when it starts.
+	Register(ctx context.Context, tx Tx) (bool, error)
+	// Heartbeat refreshes the owner's heartbeat; a Client does it every
+	// heartbeat interval (WithHeartbeat).
+	Heartbeat(ctx context.Context, tx Tx) error
+	// Expire, Revive and PurgeOwners serve the keeper.
+	Expire(ctx context.Context, tx Tx, after time.Duration) (int64, error)
+	taskapi.Reviver[Tx]
+	PurgeOwners(ctx context.Context, tx Tx, after time.Duration) (int64, error)
+	// Count and Page serve Manager.Gauge.
+	Count(ctx context.Context, tx Tx, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error)
+	Page(ctx context.Context, tx Tx, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error)
+}
+
+// Transact runs fn in a transaction: it commits when fn returns nil, rolls
+// back otherwise, and returns fn's error or the commit's. The runtime polls,
+// completes and fails batches through it, each in a transaction of its own.
+// taskpg.Transact and taskansi.Transact return one over a pool.
+type Transact[Tx any] func(ctx context.Context, fn func(tx Tx) error) error

@@ -1,0 +1,83 @@
+package taskproc
+
+import (
+	"context"
+	"sync"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Sequential returns a Handler that decides the tasks of each batch one after
+// the other with fn, in poll order, and completes the batch with the
+// decisions. When ctx ends it decides no more tasks and returns ctx's error.
+func Sequential(fn TaskFunc) Handler {
+	return HandlerFunc(func(ctx context.Context, b *Batch) error {
+		decisions := make(Decisions, len(b.tasks))
+		for _, task := range b.tasks {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			decisions[task] = decisionOf(decide(ctx, fn, task))
+		}
+		return b.Complete(decisions)
+	})
+}
+
+// Parallel returns a Handler that decides the tasks of each batch with fn on
+// up to n goroutines, and completes the batch with the decisions. Tasks with
+// the same identifier are decided one after the other in sequence order,
+// while the other identifiers go on: one slow identifier holds up no other.
+// n below one is one.
+func Parallel(n int, fn TaskFunc) Handler {
+	n = max(n, 1)
+	return HandlerFunc(func(ctx context.Context, b *Batch) error {
+		groups := byIdentifier(b.tasks)
+		work := make(chan []taskapi.Task)
+		var (
+			mu        sync.Mutex
+			decisions = make(Decisions, len(b.tasks))
+			wg        sync.WaitGroup
+		)
+		for range min(n, len(groups)) {
+			wg.Go(func() {
+				for group := range work {
+					for _, task := range group {
+						if ctx.Err() != nil {
+							break
+						}
+						d := decisionOf(decide(ctx, fn, task))
+						mu.Lock()
+						decisions[task] = d
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		for _, group := range groups {
+			work <- group
+		}
+		close(work)
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return b.Complete(decisions)
+	})
+}
+
+// byIdentifier groups tasks by identifier, each group in ascending sequence,
+// the groups in the order of their first task.
+func byIdentifier(tasks []taskapi.Task) [][]taskapi.Task {
+	index := map[string]int{}
+	var groups [][]taskapi.Task
+	for _, task := range sortedBySequence(tasks) {
+		i, ok := index[task.Identifier]
+		if !ok {
+			i = len(groups)
+			index[task.Identifier] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], task)
+	}
+	return groups
+}

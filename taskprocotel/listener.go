@@ -1,0 +1,236 @@
+package taskprocotel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskproc"
+)
+
+// The attribute keys of the metrics.
+const (
+	topicKey  = attribute.Key("topic")
+	resultKey = attribute.Key("result")
+	// activationKey is the activation a topic changed to.
+	activationKey = attribute.Key("activation")
+)
+
+// results are the valid results, indexed by their value.
+var results = [...]taskapi.Result{taskapi.Failure, taskapi.Suspension, taskapi.Filter, taskapi.Success}
+
+// A Listener is a taskproc.Listener that records the runtime's events as
+// OpenTelemetry metrics (see the package documentation for the list). Give
+// it to taskproc.New or taskproc.NewManager with taskproc.WithListener; one
+// Listener may serve any number of Clients and Managers. Its Notify is safe
+// for concurrent use and does not block: it adds to counters and records
+// into a histogram with attribute sets cached per topic.
+type Listener struct {
+	polled, completed, failed, released metric.Int64Counter
+	batchesFailed, pollsFailed          metric.Int64Counter
+	loopsDied, heartbeatsFailed         metric.Int64Counter
+	// The health of a fleet: fencing, leadership, wake-ups, activation.
+	abandoned, fenced, recovered       metric.Int64Counter
+	maintenanceFailed, reconcileFailed metric.Int64Counter
+	notifierLost, activated            metric.Int64Counter
+	leading, conceded                  metric.Int64Counter
+	duration                           metric.Float64Histogram
+
+	none  metric.MeasurementOption // no attributes (events without a topic)
+	attrs sync.Map                 // topic → *topicAttrs
+}
+
+var _ taskproc.Listener = (*Listener)(nil)
+
+// topicAttrs are the attribute sets of one topic, made once.
+type topicAttrs struct {
+	topic   metric.MeasurementOption               // topic
+	results [len(results)]metric.MeasurementOption // topic and result
+}
+
+// NewListener returns a Listener that records with instruments of meter.
+// It fails when meter refuses to make one of them.
+func NewListener(meter metric.Meter) (*Listener, error) {
+	if meter == nil {
+		return nil, fmt.Errorf("taskprocotel: new listener: a meter is required")
+	}
+	l := &Listener{none: metric.WithAttributeSet(attribute.NewSet())}
+	counters := []struct {
+		dst               *metric.Int64Counter
+		name, unit, about string
+	}{
+		{&l.polled, "taskproc.tasks.polled", "{task}", "Tasks polled."},
+		{&l.completed, "taskproc.tasks.completed", "{task}", "Tasks completed with the handler's decisions, by result."},
+		{&l.failed, "taskproc.tasks.failed", "{task}", "Tasks failed with their batch."},
+		{&l.released, "taskproc.tasks.released", "{task}", "Tasks given back to Ready unprocessed (interrupted or released)."},
+		{&l.batchesFailed, "taskproc.batches.failed", "{batch}", "Batches failed."},
+		{&l.pollsFailed, "taskproc.polls.failed", "{poll}", "Polls that failed."},
+		{&l.loopsDied, "taskproc.loops.died", "{loop}", "Poll loops that died."},
+		{&l.heartbeatsFailed, "taskproc.heartbeats.failed", "{heartbeat}", "Heartbeats of a Client that failed."},
+		{&l.abandoned, "taskproc.tasks.abandoned", "{task}", "Tasks a fenced owner gave up without a write."},
+		{&l.fenced, "taskproc.owner.fenced", "{fencing}", "Times the owner fenced itself, its heartbeat unconfirmed past the expiry."},
+		{&l.recovered, "taskproc.owner.recovered", "{recovery}", "Times the runtime went on under a successor owner."},
+		{&l.maintenanceFailed, "taskproc.maintenance.failed", "{run}", "Expiries, revivals and purges of the keeper that failed."},
+		{&l.reconcileFailed, "taskproc.reconcile.failed", "{run}", "Readings of the activations that failed."},
+		{&l.notifierLost, "taskproc.notifier.lost", "{error}", "Errors the Notifier met and reconnected after."},
+		{&l.activated, "taskproc.activation.changes", "{change}", "Activation changes applied, by activation."},
+		{&l.leading, "taskproc.leadership.acquired", "{term}", "Terms of leadership this process began."},
+		{&l.conceded, "taskproc.leadership.conceded", "{term}", "Terms of leadership this process ended or lost."},
+	}
+	for _, c := range counters {
+		counter, err := meter.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.about))
+		if err != nil {
+			return nil, fmt.Errorf("taskprocotel: new listener: %s: %w", c.name, err)
+		}
+		*c.dst = counter
+	}
+	var err error
+	l.duration, err = meter.Float64Histogram("taskproc.batch.duration",
+		metric.WithUnit("s"),
+		metric.WithDescription("Time batches took from their poll to their settlement (completed, failed or released)."),
+		metric.WithExplicitBucketBoundaries(BucketBoundaries()...))
+	if err != nil {
+		return nil, fmt.Errorf("taskprocotel: new listener: taskproc.batch.duration: %w", err)
+	}
+	return l, nil
+}
+
+// BucketBoundaries returns the explicit bucket boundaries, in seconds, of
+// the histogram taskproc.batch.duration: taskproc.RunBounds, so that its
+// buckets are those of taskproc.Stats.Runs.
+func BucketBoundaries() []float64 {
+	bounds := make([]float64, len(taskproc.RunBounds))
+	for i, d := range taskproc.RunBounds {
+		bounds[i] = d.Seconds()
+	}
+	return bounds
+}
+
+// Notify records e. Events that carry no measure of their own (a batch
+// dispatched, an empty poll, a wake-up) are ignored.
+func (l *Listener) Notify(e taskproc.Event) {
+	ctx := context.Background()
+	switch e.Kind {
+	case taskproc.EventPolled:
+		add(ctx, l.polled, len(e.Tasks), l.topic(e.Topic).topic)
+	case taskproc.EventCompleted:
+		l.decisions(ctx, e)
+		l.duration.Record(ctx, e.Duration.Seconds(), l.topic(e.Topic).topic)
+	case taskproc.EventFailed:
+		attrs := l.topic(e.Topic).topic
+		add(ctx, l.failed, len(e.Tasks), attrs)
+		l.batchesFailed.Add(ctx, 1, attrs)
+		l.duration.Record(ctx, e.Duration.Seconds(), attrs)
+	case taskproc.EventReleased:
+		attrs := l.topic(e.Topic).topic
+		add(ctx, l.released, len(e.Tasks), attrs)
+		l.duration.Record(ctx, e.Duration.Seconds(), attrs)
+	case taskproc.EventPollFailed:
+		l.pollsFailed.Add(ctx, 1, l.topicOrNone(e.Topic))
+	case taskproc.EventFatal:
+		l.loopsDied.Add(ctx, 1, l.topicOrNone(e.Topic))
+	case taskproc.EventHeartbeatFailed:
+		l.heartbeatsFailed.Add(ctx, 1, l.topicOrNone(e.Topic))
+	default:
+		l.fleet(ctx, e)
+	}
+}
+
+// fleet records the events of a fleet of processes: fencing, leadership,
+// wake-ups and activation.
+func (l *Listener) fleet(ctx context.Context, e taskproc.Event) {
+	switch e.Kind {
+	case taskproc.EventAbandoned:
+		add(ctx, l.abandoned, len(e.Tasks), l.topic(e.Topic).topic)
+	case taskproc.EventFenced:
+		l.fenced.Add(ctx, 1, l.none)
+	case taskproc.EventRecovered:
+		l.recovered.Add(ctx, 1, l.none)
+	case taskproc.EventMaintenanceFailed:
+		l.maintenanceFailed.Add(ctx, 1, l.topicOrNone(e.Topic))
+	case taskproc.EventReconcileFailed:
+		l.reconcileFailed.Add(ctx, 1, l.topicOrNone(e.Topic))
+	case taskproc.EventNotifierLost:
+		l.notifierLost.Add(ctx, 1, l.none)
+	case taskproc.EventActivated:
+		l.activated.Add(ctx, 1, metric.WithAttributes(topicKey.String(e.Topic), activationKey.String(e.Activation.String())))
+	case taskproc.EventLeading:
+		l.leading.Add(ctx, 1, l.topic(e.Topic).topic)
+	case taskproc.EventConceded:
+		l.conceded.Add(ctx, 1, l.topic(e.Topic).topic)
+	}
+}
+
+// decisions counts the decisions of a completed batch by result.
+func (l *Listener) decisions(ctx context.Context, e taskproc.Event) {
+	var counts [len(results)]int
+	var others map[taskapi.Result]int // results out of range, never in practice
+	for _, d := range e.Decisions {
+		if d.Result.Valid() {
+			counts[d.Result]++
+			continue
+		}
+		if others == nil {
+			others = map[taskapi.Result]int{}
+		}
+		others[d.Result]++
+	}
+	attrs := l.topic(e.Topic)
+	for r, n := range counts {
+		add(ctx, l.completed, n, attrs.results[r])
+	}
+	for r, n := range others {
+		add(ctx, l.completed, n, metric.WithAttributes(topicKey.String(e.Topic), resultKey.String(r.String())))
+	}
+}
+
+// topic returns the attribute sets of topic, made on its first event.
+func (l *Listener) topic(topic string) *topicAttrs {
+	if a, ok := l.attrs.Load(topic); ok {
+		return a.(*topicAttrs)
+	}
+	a := &topicAttrs{topic: metric.WithAttributeSet(attribute.NewSet(topicKey.String(topic)))}
+	for i, r := range results {
+		a.results[i] = metric.WithAttributeSet(attribute.NewSet(topicKey.String(topic), resultKey.String(r.String())))
+	}
+	stored, _ := l.attrs.LoadOrStore(topic, a)
+	return stored.(*topicAttrs)
+}
+
+// topicOrNone returns the topic's attribute set, or the empty set for an
+// event without a topic (a Client's heartbeat).
+func (l *Listener) topicOrNone(topic string) metric.MeasurementOption {
+	if topic == "" {
+		return l.none
+	}
+	return l.topic(topic).topic
+}
+
+// add adds n to counter unless n is zero.
+func add(ctx context.Context, counter metric.Int64Counter, n int, attrs metric.MeasurementOption) {
+	if n != 0 {
+		counter.Add(ctx, int64(n), attrs)
+	}
+}
+
+// Tee returns a taskproc.Listener that tells each of listeners of every
+// event, in order (nil ones are skipped), for taskproc.WithListener takes
+// one listener: Tee(otelListener, myListener). A panic in one of them keeps
+// the event from those after it (taskproc recovers and logs it).
+func Tee(listeners ...taskproc.Listener) taskproc.Listener {
+	var all []taskproc.Listener
+	for _, l := range listeners {
+		if l != nil {
+			all = append(all, l)
+		}
+	}
+	return taskproc.ListenerFunc(func(e taskproc.Event) {
+		for _, l := range all {
+			l.Notify(e)
+		}
+	})
+}
