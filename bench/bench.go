@@ -27,6 +27,7 @@ var scenarios = []scenario{
 	{"traps", runTraps},
 	{"growth", runGrowth},
 	{"continuous", runContinuous},
+	{"idle", runIdle},
 }
 
 func scenarioNames() []string {
@@ -92,6 +93,7 @@ func (b *bench) fresh(ctx context.Context, scenario, side string) (*pgxpool.Pool
 	}
 	pcfg.ConnConfig.Database = name
 	pcfg.MaxConns = poolSize
+	pcfg.ConnConfig.Tracer = &statementCounter{} // see runIdle
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		drop()

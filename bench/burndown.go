@@ -43,12 +43,12 @@ func runBurndown(ctx context.Context, b *bench) error {
 	b.burn, b.riverBurn = &task, rivers.tuned
 	b.report.throughput("burndown", fmt.Sprintf("burn-down, %d consumers (b%d)", b.scale.consumers, pollSize), &task, rivers, 1.3,
 		fmt.Sprintf("taskrepo: %d consumers, poll and complete in separate transactions; %s", b.scale.consumers, rivers.note()))
-	b.report.costs("burndown", "burn-down", &task, rivers)
+	b.report.costs("burndown", "burn-down", &task, rivers, 0)
 	b.report.throughput("burndown_taskproc", fmt.Sprintf("burn-down through taskproc, %s", b.scale.proc.short()), &proc, rivers, 1.5,
 		fmt.Sprintf("taskproc: %s; %s", b.scale.proc, rivers.note()))
 	b.report.share("burndown_taskproc_share", "burn-down through taskproc ÷ repository burn-down", &proc, &task, 0.9,
 		fmt.Sprintf("the row above divided by the repository-level burn-down (%d consumers, b%d) of the same run", b.scale.consumers, pollSize))
-	b.report.costs("burndown_taskproc", "burn-down through taskproc", &proc, rivers)
+	b.report.costs("burndown_taskproc", "burn-down through taskproc", &proc, rivers, 0)
 	b.report.relative("burndown_taskproc_alike", "burn-down through taskproc, "+alike.short(), &procAlike, b.burn,
 		fmt.Sprintf("shaped as the repository-level consumers: %s", alike))
 	return nil

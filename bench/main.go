@@ -50,6 +50,7 @@ type config struct {
 type scale struct {
 	bulk, single, burn, growthOld int           // tasks
 	continuous                    time.Duration // length of each continuous run
+	idle                          time.Duration // length of the idle window
 	pacedRate                     int           // tasks/s of the paced run
 	consumers, producers          int           // continuous and burn-down
 	singleProducers               int           // concurrent single pushes
@@ -65,13 +66,13 @@ var defaultProc = procConfig{clients: 1, size: 500, buffer: 4, workers: 4, polle
 var (
 	fullScale = scale{
 		bulk: 200_000, single: 5_000, burn: 200_000, growthOld: 2_000_000,
-		continuous: 20 * time.Second, pacedRate: 10_000,
+		continuous: 20 * time.Second, pacedRate: 10_000, idle: 10 * time.Second,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 3, singleRounds: 5,
 		timeout: 3 * time.Minute, proc: defaultProc,
 	}
 	quickScale = scale{
 		bulk: 20_000, single: 1_000, burn: 10_000, growthOld: 100_000,
-		continuous: 2 * time.Second, pacedRate: 10_000,
+		continuous: 2 * time.Second, pacedRate: 10_000, idle: 2 * time.Second,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 1, singleRounds: 1,
 		timeout: 4 * time.Second, proc: defaultProc,
 	}

@@ -52,33 +52,53 @@ func measure(ctx context.Context, pool *pgxpool.Pool, phase func() (int, string,
 	return result{tasks: tasks, elapsed: elapsed, cost: c, note: note}, nil
 }
 
-// latencies collects durations from many goroutines.
+// commits maps the stamp of a push in a continuous run (the push time its
+// tasks carry, unix nanoseconds) to when the push returned, committed.
+var commits sync.Map
+
+// noteCommit records that the push stamped pushed has committed.
+func noteCommit(pushed int64) { commits.Store(pushed, time.Now()) }
+
+// latencies collects durations from many goroutines: from the push (the
+// moment the producer called it) and, where the push's commit is known,
+// from its commit.
 type latencies struct {
-	mu sync.Mutex
-	d  []time.Duration
+	mu         sync.Mutex
+	d          []time.Duration
+	fromCommit []time.Duration
 }
 
-// since records the time from pushed (unix nanoseconds) to now.
+// since records the time from pushed (unix nanoseconds) to now, and from
+// the push's commit to now when it is known. A consumer may start a task
+// before its producer hears that the push committed: that counts as 0.
 func (l *latencies) since(pushed int64, now time.Time) {
-	l.mu.Lock()
-	l.d = append(l.d, now.Sub(time.Unix(0, pushed)))
-	l.mu.Unlock()
-}
-
-// percentile returns the p-th percentile (0 < p ≤ 100) in milliseconds, or
-// false when nothing was recorded.
-func (l *latencies) percentile(p float64) (float64, bool) {
+	at, committed := commits.Load(pushed)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.d) == 0 {
+	l.d = append(l.d, now.Sub(time.Unix(0, pushed)))
+	if committed {
+		l.fromCommit = append(l.fromCommit, max(now.Sub(at.(time.Time)), 0))
+	}
+}
+
+// percentile returns the p-th percentile (0 < p ≤ 100) in milliseconds,
+// from the push or from its commit, or false when nothing was recorded.
+func (l *latencies) percentile(p float64, fromCommit bool) (float64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.d
+	if fromCommit {
+		d = l.fromCommit
+	}
+	if len(d) == 0 {
 		return 0, false
 	}
-	if !slices.IsSorted(l.d) {
-		slices.Sort(l.d)
+	if !slices.IsSorted(d) {
+		slices.Sort(d)
 	}
-	i := int(float64(len(l.d))*p/100+0.5) - 1
-	i = min(max(i, 0), len(l.d)-1)
-	return float64(l.d[i]) / float64(time.Millisecond), true
+	i := int(float64(len(d))*p/100+0.5) - 1
+	i = min(max(i, 0), len(d)-1)
+	return float64(d[i]) / float64(time.Millisecond), true
 }
 
 // count returns how many durations were recorded.

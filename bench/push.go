@@ -51,7 +51,7 @@ func runBulk(ctx context.Context, b *bench) error {
 	}
 	b.report.throughput("bulk", "bulk push (batches of 1,000)", &task, rivers{tuned: &river}, 1.5,
 		"taskrepo Push Append; River InsertManyFast (COPY)")
-	b.report.costs("bulk", "bulk push", &task, rivers{tuned: &river})
+	b.report.costs("bulk", "bulk push", &task, rivers{tuned: &river}, 0)
 	return nil
 }
 
@@ -101,7 +101,7 @@ func runSingle(ctx context.Context, b *bench) error {
 	}
 	b.report.throughput("single", "single push (a transaction of its own)", &task, rivers{tuned: &river}, 2,
 		about+"taskrepo Push on the pool; River Insert")
-	b.report.costs("single", "single push", &task, rivers{tuned: &river})
+	b.report.costs("single", "single push", &task, rivers{tuned: &river}, 0)
 	off, err := b.side(ctx, "single-off", "taskrepo", func(pool *pgxpool.Pool) (result, error) {
 		repo, err := setupTaskrepo(ctx, pool, taskpg.WithoutWakeUps())
 		if err != nil {
@@ -116,7 +116,7 @@ func runSingle(ctx context.Context, b *bench) error {
 	}
 	b.report.throughput("single-off", "single push, wake-ups off", &off, rivers{tuned: &river}, 0,
 		about+"taskrepo Push on the pool with taskpg.WithoutWakeUps, against the River of the row above")
-	b.report.costs("single-off", "single push, wake-ups off", &off, rivers{tuned: &river})
+	b.report.costs("single-off", "single push, wake-ups off", &off, rivers{tuned: &river}, 0)
 	task, river, err = singleSides(ctx, b, "single-tx", taskSinglePushTx, riverSingleInsertTx)
 	if err != nil {
 		return err

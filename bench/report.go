@@ -58,6 +58,7 @@ type Figure struct {
 	Ratio         *float64 `json:"ratio"`
 	RatioOf       string   `json:"ratio_of,omitempty"` // empty: River
 	Target        float64  `json:"target,omitempty"`   // minimum of Ratio, or of Taskrepo when Unit is "×"
+	Ceiling       float64  `json:"ceiling,omitempty"`  // maximum of Taskrepo, in Unit (a latency, say)
 	Pass          *bool    `json:"pass,omitempty"`
 	Note          string   `json:"note,omitempty"`
 }
@@ -133,6 +134,10 @@ func (r *Report) add(f Figure) {
 			pass := *value >= f.Target
 			f.Pass = &pass
 		}
+	}
+	if f.Ceiling > 0 && f.Taskrepo != nil {
+		pass := *f.Taskrepo <= f.Ceiling && (f.Pass == nil || *f.Pass)
+		f.Pass = &pass
 	}
 	r.Figures = append(r.Figures, f)
 }
@@ -226,8 +231,9 @@ func (r *Report) share(key, name string, task, ref *result, target float64, note
 	r.add(f)
 }
 
-// costs adds the server's CPU and WAL per 1,000 tasks.
-func (r *Report) costs(key, name string, task *result, river rivers) {
+// costs adds the server's CPU and WAL per 1,000 tasks; cpuTarget is the
+// least ratio of CPU (River's ÷ taskrepo's) wanted, 0 for none.
+func (r *Report) costs(key, name string, task *result, river rivers, cpuTarget float64) {
 	per := func(res *result, v func(cost) float64) *float64 {
 		if res == nil || res.tasks == 0 {
 			return nil
@@ -241,32 +247,45 @@ func (r *Report) costs(key, name string, task *result, river rivers) {
 		cpuNote = "n/a: the server's processes are not in this machine's /proc (is the server elsewhere?)"
 	}
 	r.add(Figure{Key: key + "_cpu", Name: name + ": server CPU per 1k tasks", Unit: "ms", Lower: true,
-		Taskrepo: per(task, cpu), River: per(river.tuned, cpu), RiverDefaults: per(river.defaults, cpu), Note: cpuNote})
+		Taskrepo: per(task, cpu), River: per(river.tuned, cpu), RiverDefaults: per(river.defaults, cpu), Target: cpuTarget, Note: cpuNote})
 	r.add(Figure{Key: key + "_wal", Name: name + ": WAL per 1k tasks", Unit: "KiB", Lower: true,
 		Taskrepo: per(task, wal), River: per(river.tuned, wal), RiverDefaults: per(river.defaults, wal),
 		Note: "WAL insert position of the whole server"})
 }
 
-// latency adds push → start and push → completed percentiles.
-func (r *Report) latency(key, name string, task *result, river rivers) {
-	for _, kind := range []struct{ key, name string }{{"start", "push → start"}, {"done", "push → completed"}} {
+// latency adds push → start and push → completed percentiles, and commit
+// → start where the sides know their pushes' commits. ceilings holds the
+// targets of taskrepo's figures, by "start_p99" and the like.
+func (r *Report) latency(key, name string, task *result, river rivers, ceilings map[string]float64) {
+	kinds := []struct {
+		key, name  string
+		done       bool // from the done latencies, else the start ones
+		fromCommit bool
+	}{{"start", "push → start", false, false}, {"done", "push → completed", true, false}, {"commit_start", "commit → start", false, true}}
+	for _, kind := range kinds {
 		for _, p := range []float64{50, 95, 99} {
 			pick := func(res *result) *float64 {
 				if res == nil {
 					return nil
 				}
 				l := res.start
-				if kind.key == "done" {
+				if kind.done {
 					l = res.done
 				}
-				if v, ok := l.percentile(p); ok {
+				if v, ok := l.percentile(p, kind.fromCommit); ok {
 					return &v
 				}
 				return nil
 			}
-			r.add(Figure{Key: fmt.Sprintf("%s_%s_p%.0f", key, kind.key, p), Unit: "ms", Lower: true,
+			suffix := fmt.Sprintf("%s_p%.0f", kind.key, p)
+			f := Figure{Key: key + "_" + suffix, Unit: "ms", Lower: true,
 				Name:     fmt.Sprintf("%s: %s p%.0f", name, kind.name, p),
-				Taskrepo: pick(task), River: pick(river.tuned), RiverDefaults: pick(river.defaults)})
+				Taskrepo: pick(task), River: pick(river.tuned), RiverDefaults: pick(river.defaults),
+				Ceiling: ceilings[suffix]}
+			if f.Taskrepo == nil && f.River == nil {
+				continue // a run that notes no commits
+			}
+			r.add(f)
 		}
 	}
 }
@@ -388,10 +407,14 @@ func ratioText(f Figure) string {
 }
 
 func targetText(f Figure) string {
-	if f.Target == 0 {
-		return ""
+	var parts []string
+	if f.Target > 0 {
+		parts = append(parts, fmt.Sprintf("≥ %.1f×", f.Target))
 	}
-	return fmt.Sprintf("≥ %.1f×", f.Target)
+	if f.Ceiling > 0 {
+		parts = append(parts, fmt.Sprintf("≤ %g %s", f.Ceiling, f.Unit))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func verdict(f Figure) string {

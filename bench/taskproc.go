@@ -42,7 +42,8 @@ func (c procConfig) String() string {
 	if c.clients > 1 {
 		clients = fmt.Sprintf("%d Clients, each its own owner,", c.clients)
 	}
-	return fmt.Sprintf("%s WithSize(%d), WithPollers(%d), %s, WithPause(%s)", clients, c.size, c.pollers, handler, idlePause)
+	return fmt.Sprintf("%s WithSize(%d), WithPollers(%d), %s, WithPause(%s), WithNotifier(taskpg.NewNotifier)",
+		clients, c.size, c.pollers, handler, procPause)
 }
 
 // short names c in a figure: its Clients and poll size.
@@ -80,6 +81,12 @@ func parseProcConfig(text string, c procConfig) (procConfig, error) {
 	return c, nil
 }
 
+// procPause is the pause of taskproc's poll loops. Each Client hears the
+// pushes through a taskpg.Notifier, which wakes its loop at once; the pause
+// is only the fallback for a wake-up that was lost, so it can be long, and
+// an idle Client costs the server next to nothing.
+const procPause = 5 * time.Second
+
 // procRun is the taskproc Clients of one run and what they were heard to do.
 type procRun struct {
 	clients []*taskproc.Client[taskpg.DB]
@@ -98,9 +105,10 @@ func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *laten
 		if err != nil {
 			return nil, err
 		}
+		// A Notifier per Client: each stands for a process of its own.
 		client, err := taskproc.New(repo, taskpg.Transact(pool),
-			taskproc.WithSize(cfg.size), taskproc.WithPollers(cfg.pollers), taskproc.WithPause(idlePause),
-			taskproc.WithListener(heard), taskproc.WithLogger(logger))
+			taskproc.WithSize(cfg.size), taskproc.WithPollers(cfg.pollers), taskproc.WithPause(procPause),
+			taskproc.WithNotifier(taskpg.NewNotifier(pool)), taskproc.WithListener(heard), taskproc.WithLogger(logger))
 		if err != nil {
 			return nil, err
 		}

@@ -33,6 +33,8 @@ type keeper[Tx any] struct {
 	confirmed time.Time      // when the heartbeat was last confirmed
 	fenced    bool
 	lastPurge time.Time
+	// lastSweep is when the keeper last expired (and revived) tasks.
+	lastSweep time.Time
 }
 
 func newKeeper[Tx any](c *Client[Tx], repo Repository[Tx], s settings) (*keeper[Tx], error) {
@@ -168,6 +170,38 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 // maintain expires silent owners' tasks, revives them if asked, and purges
 // dead owners now and then. Failures are told and tried again next round.
 func (k *keeper[Tx]) maintain(ctx context.Context, repo Repository[Tx]) {
+	if k.due(&k.lastSweep, k.sweepEvery()) {
+		k.sweep(ctx, repo)
+	}
+	if k.s.purge > 0 && k.due(&k.lastPurge, min(purgeEvery, k.s.purge)) {
+		k.try(ctx, repo, func(tx Tx) error {
+			_, err := repo.PurgeOwners(ctx, tx, k.s.purge)
+			return err
+		})
+	}
+}
+
+// sweepEvery is how often the keeper expires and revives: a quarter of the
+// expiry, but not more often than it beats. A crashed owner's tasks are
+// thus expired at most a quarter of the expiry late, and an idle process
+// spends few statements on it (every process sweeps: the sweeps of a fleet
+// add up).
+func (k *keeper[Tx]) sweepEvery() time.Duration { return max(k.s.heartbeat, k.s.expiry/4) }
+
+// due reports whether every has passed since *last, and if so sets *last
+// to now.
+func (k *keeper[Tx]) due(last *time.Time, every time.Duration) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if time.Since(*last) < every {
+		return false
+	}
+	*last = time.Now()
+	return true
+}
+
+// sweep expires silent owners' tasks and revives expired tasks, if asked.
+func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 	if k.s.expiry > 0 {
 		k.try(ctx, repo, func(tx Tx) error {
 			_, err := repo.Expire(ctx, tx, k.s.expiry)
@@ -181,18 +215,6 @@ func (k *keeper[Tx]) maintain(ctx context.Context, repo Repository[Tx]) {
 				return err
 			})
 		}
-	}
-	k.mu.Lock()
-	purge := k.s.purge > 0 && time.Since(k.lastPurge) >= min(purgeEvery, k.s.purge)
-	if purge {
-		k.lastPurge = time.Now()
-	}
-	k.mu.Unlock()
-	if purge {
-		k.try(ctx, repo, func(tx Tx) error {
-			_, err := repo.PurgeOwners(ctx, tx, k.s.purge)
-			return err
-		})
 	}
 }
 

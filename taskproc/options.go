@@ -85,17 +85,17 @@ func WithListener(l Listener) Option { return func(s *settings) { s.listener = l
 // WithLogger sets the logger of the runtime (slog.Default() by default).
 func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
 
-// WithExpiry sets the keeper's timeout (DefaultExpiry): every heartbeat, the
-// Client expires the Active tasks of other owners silent for longer (on the
-// database clock), and it fences itself when it could not confirm its own
-// heartbeat for longer (see Client). Zero turns expiry and fencing off.
-// Choose several heartbeat intervals plus the longest pause a live process
-// may take.
+// WithExpiry sets the keeper's timeout (DefaultExpiry): every quarter of it
+// (but not more often than it beats), the Client expires the Active tasks
+// of other owners silent for longer (on the database clock), and it fences
+// itself when it could not confirm its own heartbeat for longer (see
+// Client). Zero turns expiry and fencing off. Choose several heartbeat
+// intervals plus the longest pause a live process may take.
 func WithExpiry(d time.Duration) Option { return func(s *settings) { s.expiry = d } }
 
 // WithRevival makes the keeper revive the expired tasks of the Client's
-// topics every heartbeat (ReviveReset: Ready again, in their place), so that
-// the work of crashed processes resumes by itself.
+// topics whenever it expires (ReviveReset: Ready again, in their place), so
+// that the work of crashed processes resumes by itself.
 func WithRevival() Option { return func(s *settings) { s.revival = true } }
 
 // WithOwnerPurge sets after how long of silence the keeper deletes owners
