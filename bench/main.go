@@ -1,15 +1,18 @@
 // Command bench measures taskrepo (taskpg) against River on one PostgreSQL
-// server: bulk and single pushes, a burn-down of a full queue, continuous
-// load flat out and paced, the burn-down next to 2M old rows, the poll traps
-// (no statistics, stale statistics, autovacuum behind) and the server's cost
-// per task. taskrepo works the queue with consumers of its own that poll and
-// complete, and through its consumer runtime, taskproc; River runs tuned as
+// server: bulk and single pushes (with wake-ups and without), a burn-down of
+// a full queue, continuous load flat out and paced (10k tasks/s in batches,
+// 100 tasks/s one at a time) with latencies from the push and from its
+// commit, the burn-down next to 2M old rows, the poll traps (no statistics,
+// stale statistics, autovacuum behind), an idle consumer process's
+// statements per second, and the server's cost per task. taskrepo works the
+// queue with consumers of its own that poll and complete, and through its
+// consumer runtime, taskproc, woken by a taskpg.Notifier; River runs tuned as
 // its own benchmark (river bench) runs it, the reference of every ratio, and
 // with its default fetch settings. Every scenario runs in a database of its
 // own, created for it and dropped afterwards, one side after the other,
 // never two at once.
 //
-//	cd bench && go run . [--quick] [--database URL] [--only bulk,single,...] [--taskproc clients=1,size=500,...]
+//	cd bench && go run . [--quick] [--database URL] [--only bulk,single,...] [--taskproc clients=1,size=500,...] [--wakeups off]
 //
 // It prints one table (taskrepo, River tuned and with its defaults, the
 // ratio and the target), writes the same as JSON, draws a bar chart
