@@ -41,7 +41,7 @@ func TestNotifyingTopicStatement(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.wake.claim("t") != 0 {
+		if r.wake.Claim("t") != 0 {
 			t.Errorf("%v notifies", d)
 		}
 	}
@@ -53,17 +53,17 @@ func TestClaimAndForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.wake
-	first := w.claim("t")
-	if first == 0 || w.claim("t") != 0 || w.claim("q") != 0 || w.claim("u") == 0 {
+	first := w.Claim("t")
+	if first == 0 || w.Claim("t") != 0 || w.Claim("q") != 0 || w.Claim("u") == 0 {
 		t.Fatal("the first push of a topic notifies, the next ones and quiet topics do not")
 	}
-	w.forget("t", first)
-	if w.claim("t") == 0 {
+	w.Forget("t", first)
+	if w.Claim("t") == 0 {
 		t.Fatal("a forgotten claim leaves the interval to the next push")
 	}
 	off, _ := New(Postgres, "o", WithoutWakeUps())
 	always, _ := New(Postgres, "o", WithWakeUps(0))
-	if off.wake.claim("t") != 0 || always.wake.claim("t") == 0 || always.wake.claim("t") == 0 {
+	if off.wake.Claim("t") != 0 || always.wake.Claim("t") == 0 || always.wake.Claim("t") == 0 {
 		t.Fatal("WithoutWakeUps never notifies, an interval of 0 always")
 	}
 	if _, err := New(Postgres, "o", WithWakeUps(-time.Second)); err == nil {

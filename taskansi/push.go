@@ -62,10 +62,10 @@ func (r *Repository) pointLocks(db DB) bool {
 // and inserts the stored creations. It returns the stored tasks in
 // creation order.
 func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, points bool) ([]taskapi.Task, error) {
-	stamp := r.wake.claim(topic)
+	stamp := r.wake.Claim(topic)
 	tasks, err := r.store(ctx, tx, r.wake.topicStatement(stamp != 0), topic, insertion, creations, points)
 	if err != nil {
-		r.wake.forget(topic, stamp)
+		r.wake.Forget(topic, stamp)
 	}
 	return tasks, err
 }

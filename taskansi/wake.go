@@ -2,8 +2,9 @@ package taskansi
 
 import (
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/taskrepo/taskrepo/internal/edge"
 )
 
 // defaultWakeInterval is the interval within which a repository on
@@ -14,12 +15,7 @@ const defaultWakeInterval = 2 * time.Millisecond
 // PostgreSQL only: the first push of a topic in an interval notifies, the
 // others of the interval do not (a leading edge).
 type wakeUps struct {
-	off      bool
-	interval int64           // nanoseconds
-	quiet    map[string]bool // topics that never notify
-	epoch    time.Time       // the origin of the stamps
-	mu       sync.Mutex
-	last     map[string]int64 // topic → stamp of the last notifying push
+	*edge.Edge
 	// pushTopic and notifyingTopic are the statements by which a push
 	// locks its topic's row, the second also notifying the topic's
 	// channel: in the push's own transaction or savepoint, so that the
@@ -31,13 +27,7 @@ type wakeUps struct {
 // newWakeUps returns the wake-ups of a repository of dialect d whose
 // queries are q, on the tables of schema (as given).
 func newWakeUps(s settings, d *dialect, q queries, schema string) *wakeUps {
-	w := &wakeUps{
-		off: s.wakeOff || !d.partitioned, interval: int64(s.wakeInterval), quiet: map[string]bool{},
-		epoch: time.Now(), last: map[string]int64{}, pushTopic: q.pushTopic,
-	}
-	for _, topic := range s.quiet {
-		w.quiet[topic] = true
-	}
+	w := &wakeUps{Edge: edge.New(s.wakeOff || !d.partitioned, s.wakeInterval, s.quiet), pushTopic: q.pushTopic}
 	literal := "'" + strings.ReplaceAll(tasksChannel(schema), "'", "''") + "'"
 	w.notifyingTopic = strings.Replace(q.pushTopic, topicCheck, topicCheck+" AND pg_notify("+literal+", topic) IS NOT NULL", 1)
 	return w
@@ -55,37 +45,4 @@ func (w *wakeUps) topicStatement(notify bool) string {
 		return w.notifyingTopic
 	}
 	return w.pushTopic
-}
-
-// claim tells whether a push to topic is the first of its interval, and
-// then notifies: it returns the push's stamp, 0 when it does not notify.
-// Of concurrent first pushes, one notifies.
-func (w *wakeUps) claim(topic string) int64 {
-	if w.off || w.quiet[topic] {
-		return 0
-	}
-	now := int64(time.Since(w.epoch)) + 1 // never 0
-	if w.interval == 0 {
-		return now
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if prior, ok := w.last[topic]; ok && now-prior < w.interval {
-		return 0
-	}
-	w.last[topic] = now
-	return now
-}
-
-// forget gives the interval back after a push that claimed it failed, so
-// that the next push of the topic notifies.
-func (w *wakeUps) forget(topic string, stamp int64) {
-	if stamp == 0 || w.interval == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.last[topic] == stamp {
-		delete(w.last, topic)
-	}
 }

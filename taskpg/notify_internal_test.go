@@ -62,21 +62,21 @@ func TestClaimAndForget(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := r.wake
-	first := w.claim("t")
-	if first == 0 || w.claim("t") != 0 || w.claim("q") != 0 || w.claim("u") == 0 {
+	first := w.Claim("t")
+	if first == 0 || w.Claim("t") != 0 || w.Claim("q") != 0 || w.Claim("u") == 0 {
 		t.Fatal("the first push of a topic notifies, the next ones and quiet topics do not")
 	}
-	w.forget("t", first)
-	if w.claim("t") == 0 {
+	w.Forget("t", first)
+	if w.Claim("t") == 0 {
 		t.Fatal("a forgotten claim leaves the interval to the next push")
 	}
 	off, _ := New("o", WithoutWakeUps())
 	always, _ := New("o", WithWakeUps(0))
-	if off.wake.claim("t") != 0 || always.wake.claim("t") == 0 || always.wake.claim("t") == 0 {
+	if off.wake.Claim("t") != 0 || always.wake.Claim("t") == 0 || always.wake.Claim("t") == 0 {
 		t.Fatal("WithoutWakeUps never notifies, an interval of 0 always")
 	}
 	again, _ := New("o", WithoutWakeUps(), WithWakeUps(time.Second))
-	if again.wake.claim("t") == 0 {
+	if again.wake.Claim("t") == 0 {
 		t.Fatal("WithWakeUps after WithoutWakeUps turns them on")
 	}
 	if _, err := New("o", WithWakeUps(-time.Second)); err == nil {

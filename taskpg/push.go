@@ -44,10 +44,10 @@ const copyThreshold = 100
 // returns the stored tasks in creation order. When it is the first push of
 // the topic in the interval of wake-ups, it notifies the topic's channel.
 func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
-	stamp := r.wake.claim(topic)
+	stamp := r.wake.Claim(topic)
 	tasks, err := r.store(ctx, db, r.wake.statements(stamp != 0), topic, insertion, creations)
 	if err != nil {
-		r.wake.forget(topic, stamp)
+		r.wake.Forget(topic, stamp)
 	}
 	return tasks, err
 }

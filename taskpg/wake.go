@@ -2,8 +2,9 @@ package taskpg
 
 import (
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/taskrepo/taskrepo/internal/edge"
 )
 
 // defaultWakeInterval is the interval within which a repository notifies a
@@ -17,12 +18,7 @@ const defaultWakeInterval = 2 * time.Millisecond
 // the push statements that do: the first push of a topic in an interval
 // notifies, the others of the interval do not (a leading edge).
 type wakeUps struct {
-	off      bool
-	interval int64           // nanoseconds
-	quiet    map[string]bool // topics that never notify
-	epoch    time.Time       // the origin of the stamps
-	mu       sync.Mutex
-	last     map[string]int64 // topic → stamp of the last notifying push
+	*edge.Edge
 	// plain and notifying are the push statements without and with the
 	// notification.
 	plain, notifying pushStatements
@@ -42,10 +38,7 @@ type pushStatements struct {
 // newWakeUps returns the wake-ups of a repository whose queries are q, on
 // the tables of schema (as given).
 func newWakeUps(s settings, q queries, schema string) *wakeUps {
-	w := &wakeUps{off: s.wakeOff, interval: int64(s.wakeInterval), quiet: map[string]bool{}, epoch: time.Now(), last: map[string]int64{}}
-	for _, topic := range s.quiet {
-		w.quiet[topic] = true
-	}
+	w := &wakeUps{Edge: edge.New(s.wakeOff, s.wakeInterval, s.quiet)}
 	w.plain = pushStatements{push: q.push, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone, pushSequences: q.pushSequences}
 	notify := notifying(TasksChannel(schema))
 	for i, statement := range q.push {
@@ -82,37 +75,4 @@ func (w *wakeUps) statements(notify bool) *pushStatements {
 		return &w.notifying
 	}
 	return &w.plain
-}
-
-// claim tells whether a push to topic is the first of its interval, and
-// then notifies: it returns the push's stamp, 0 when it does not notify.
-// Of concurrent first pushes, one notifies.
-func (w *wakeUps) claim(topic string) int64 {
-	if w.off || w.quiet[topic] {
-		return 0
-	}
-	now := int64(time.Since(w.epoch)) + 1 // never 0
-	if w.interval == 0 {
-		return now
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if prior, ok := w.last[topic]; ok && now-prior < w.interval {
-		return 0
-	}
-	w.last[topic] = now
-	return now
-}
-
-// forget gives the interval back after a push that claimed it failed, so
-// that the next push of the topic notifies.
-func (w *wakeUps) forget(topic string, stamp int64) {
-	if stamp == 0 || w.interval == 0 {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.last[topic] == stamp {
-		delete(w.last, topic)
-	}
 }
