@@ -29,6 +29,7 @@ var mysqlGrants = []string{
 	"GRANT SELECT, UPDATE ON {db}.task_lock TO {user}",
 	"GRANT SELECT, INSERT, UPDATE ON {db}.task_activation TO {user}",
 	"GRANT SELECT, INSERT, UPDATE ON {db}.task_leader TO {user}",
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.task_schedule TO {user}",
 }
 
 // TestTaskansiMySQLApplicationUser runs every call as a user with the grants
@@ -192,6 +193,16 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	step("PurgeOwners", err)
 	_, err = repo.Owners(ctx, db, time.Hour)
 	step("Owners", err)
+	_, err = repo.NextDue(ctx, db, topic)
+	step("NextDue", err)
+	// The marks of the topic that is destroyed below go with it.
+	mark := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
+	_, err = repo.Advance(ctx, db, gone, "s", time.Time{}, mark)
+	step("Advance from zero", err)
+	_, err = repo.Advance(ctx, db, gone, "s", mark, mark.Add(time.Hour))
+	step("Advance", err)
+	_, err = repo.Mark(ctx, db, gone, "s")
+	step("Mark", err)
 	step("PurgeAll", repo.PurgeAll(ctx, db, topic))
 	_, err = repo.Destroy(ctx, db, gone)
 	step("Destroy", err)
@@ -211,6 +222,7 @@ var postgresGrants = []string{
 	"GRANT USAGE ON SEQUENCE task_sequence TO {role}",
 	"GRANT EXECUTE ON FUNCTION task_truncate(text), task_analyze(text[]) TO {role}",
 	"GRANT SELECT, INSERT, UPDATE ON task_activation, task_leader TO {role}",
+	"GRANT SELECT, INSERT, UPDATE, DELETE ON task_schedule TO {role}",
 }
 
 // TestTaskansiPostgresApplicationRole runs every call through taskansi as a

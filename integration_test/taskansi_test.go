@@ -33,17 +33,29 @@ func ansiBackend(dialect taskansi.Dialect, open func(t *testing.T) *sql.DB, opts
 		Begin: func(ctx context.Context, db taskansi.DB) (taskansi.DB, func(bool) error, error) {
 			tx, err := db.(*sql.DB).BeginTx(ctx, nil)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, busyConflict(err)
 			}
 			end := func(commit bool) error {
 				if commit {
-					return tx.Commit()
+					return busyConflict(tx.Commit())
 				}
 				return tx.Rollback()
 			}
 			return tx, end, nil
 		},
 	}
+}
+
+// busyConflict marks SQLite's BUSY, which a begin or a commit meets when
+// another connection held the write lock for longer than busy_timeout (as
+// under the race detector, with many writers), as taskapi.ErrConflict: the
+// caller runs its transaction again, as taskansi.Transact's callers do.
+func busyConflict(err error) error {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == 5 { // SQLITE_BUSY and its extended codes
+		return fmt.Errorf("%w: %w", taskapi.ErrConflict, err)
+	}
+	return err
 }
 
 // openPostgres opens a fresh PostgreSQL database through pgx's database/sql driver.

@@ -9,11 +9,11 @@ import (
 	"github.com/taskrepo/taskrepo/migrations"
 )
 
-// tableCount counts taskrepo's three tables on SQLite or MySQL.
+// tableCount counts four of taskrepo's tables on SQLite or MySQL.
 var tableCount = map[migrations.Dialect]string{
-	migrations.SQLite: `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('task', 'task_topic', 'task_owner')`,
+	migrations.SQLite: `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('task', 'task_topic', 'task_owner', 'task_schedule')`,
 	migrations.MySQL: `SELECT count(*) FROM information_schema.tables
-		WHERE table_schema = DATABASE() AND table_name IN ('task', 'task_topic', 'task_owner')`,
+		WHERE table_schema = DATABASE() AND table_name IN ('task', 'task_topic', 'task_owner', 'task_schedule')`,
 }
 
 func testUpResetUp(t *testing.T, db *sql.DB, dialect migrations.Dialect) {
@@ -51,8 +51,8 @@ func testUpResetUp(t *testing.T, db *sql.DB, dialect migrations.Dialect) {
 			}
 		}
 	}
-	if n := count(); n != 3 {
-		t.Fatalf("after Up %d of 3 task tables exist", n)
+	if n := count(); n != 4 {
+		t.Fatalf("after Up %d of 4 task tables exist", n)
 	}
 	testPrettyView(t, db)
 }

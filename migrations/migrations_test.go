@@ -37,8 +37,8 @@ func TestUpIsIdempotentAndResetDropsEverything(t *testing.T) {
 	if err := migrations.Up(ctx, db, migrations.Postgres); err != nil {
 		t.Fatalf("Up after Reset: %v", err)
 	}
-	if n := countTables(t, db); n != 3 {
-		t.Fatalf("after Up %d of 3 task tables exist", n)
+	if n := countTables(t, db); n != 4 {
+		t.Fatalf("after Up %d of 4 task tables exist", n)
 	}
 }
 
@@ -46,7 +46,7 @@ func countTables(t *testing.T, db *sql.DB) int {
 	t.Helper()
 	var n int
 	err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM pg_catalog.pg_tables
-		WHERE schemaname = 'public' AND tablename IN ('task', 'task_topic', 'task_owner')`).Scan(&n)
+		WHERE schemaname = 'public' AND tablename IN ('task', 'task_topic', 'task_owner', 'task_schedule')`).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}

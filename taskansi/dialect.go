@@ -55,6 +55,11 @@ type dialect struct {
 	// sequence read the primary key, and only the rows it names;
 	// deleteFrom ({deleteFrom}) does the same for a DELETE.
 	primary, deleteFrom string
+	// dueIndex ({dueIndex}) makes both branches of a poll (see
+	// pollCandidates) read the index by state and time where indexes are
+	// not partial (MySQL's task_due), never one by state and sequence,
+	// which would walk over the tasks that wait for their time.
+	dueIndex string
 	// {insert} ... {ignore} inserts a row unless its key exists.
 	insert, ignore string
 	// returning: INSERT ... RETURNING sequence; else the driver's
@@ -149,6 +154,7 @@ var dialects = map[Dialect]*dialect{
 		forUpdate:      " FOR UPDATE",
 		share:          " LOCK IN SHARE MODE",
 		primary:        " FORCE INDEX (PRIMARY)",
+		dueIndex:       " FORCE INDEX (task_due)",
 		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint
 		insert:         "INSERT IGNORE INTO",
 		locks:          lockRows,

@@ -42,6 +42,34 @@
 //     when they poll with a condition or push with Replace, Supersede or
 //     Delete.
 //
+// # Polling
+//
+// A poll takes the Ready tasks that are due: those never deferred, and those
+// whose NotBefore lies at or before the moment of the statement (the
+// database's clock; on SQLite the process's, see clock.go). Its candidates
+// come from two branches, each on an index of its own (on MySQL both on
+// task_due): the tasks never deferred in sequence order, and the deferred
+// ones that are due in the order of their times. Each branch locks up to the
+// poll's size and the poll takes the first of both in poll order, so tasks
+// that wait for their time cost a poll nothing, however many. When more
+// deferred tasks are due than a poll takes, the earlier times go first; the
+// rows that a branch locked and the poll did not take stay locked until the
+// poll's transaction ends. Under the SingularByIdentifier conditions a
+// deferred task keeps its place: it blocks the later tasks of its
+// identifier like any Ready task. NextDue reads the first entry after now
+// of the index of deferred tasks: when a poll will next find one due.
+//
+// # Schedules
+//
+// Mark and Advance keep the marks of periodic schedules in the task_schedule
+// table, a row per topic and name. Advance is one compare-and-set
+// statement: an UPDATE from the mark the caller read, which PostgreSQL
+// (under READ COMMITTED) and InnoDB evaluate again on the row a concurrent
+// advance committed, or an insert of the first mark unless the row exists
+// (INSERT IGNORE on MySQL); SQLite's single writer serializes them. Of
+// concurrent advances from one mark one succeeds. Destroy deletes the
+// topic's marks as a unit with the topic; PurgeAll keeps them.
+//
 // # Atomicity
 //
 // Each call either succeeds entirely or changes nothing, and a caller's
@@ -59,7 +87,7 @@
 //
 // Rows are locked before they change: polls, insertion modes, revivals by
 // state and Expire skip rows that concurrent transactions locked, unless
-// WithExclusive; Complete, Reassign and ReviveTasks wait for them.
+// WithExclusive; Complete, Reassign, ReviveTasks and Defer wait for them.
 // Conditional polls (the SingularByIdentifier conditions) of one topic are
 // serialized (on PostgreSQL with taskpg's advisory lock, on MySQL by locking
 // the topic's row, on SQLite by the single writer); inside a caller's

@@ -13,11 +13,14 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// Poll marks up to size Ready tasks of topic Active with this owner and
-// returns them in poll order: it locks the candidates, skipping rows that
-// others locked, and marks them, in a transaction of its own. A conditional
-// poll first takes the dialect's lock on the topic (see the package
-// documentation).
+// Poll marks up to size Ready tasks of topic that are due (no NotBefore
+// after the database's now) Active with this owner and returns them in poll
+// order: it locks the candidates, skipping rows that others locked, and
+// marks them, in a transaction of its own. The candidates come from the
+// tasks never deferred, in sequence order, and the due deferred ones, in the
+// order of their times, so that the tasks that wait for their time cost
+// nothing (see pollCandidates). A conditional poll first takes the
+// dialect's lock on the topic (see the package documentation).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
 	order, condition, err := check.Poll(topic, opts)
 	if err != nil {
@@ -73,7 +76,7 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, or
 		tasks, err = r.pollPoints(ctx, tx, topic, size, order, conditional, blocking)
 	} else {
 		query := r.expand(r.q.poll[order][conditional], "{list}", list)
-		tasks, err = queryTasks(ctx, tx, query, append(append([]any{topic, r.owner}, blocking...), size)...)
+		tasks, err = queryTasks(ctx, tx, query, r.pollArgs(topic, nil, blocking, size)...)
 	}
 	if err != nil || len(tasks) == 0 {
 		return nil, err
@@ -92,7 +95,8 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, or
 
 // pollPoints finds candidates without locking them and then locks them by
 // points (see pointLocks), window after window until it has size tasks or no
-// candidate is left: candidates that others locked meanwhile are skipped.
+// candidate is left: candidates that others locked, took or deferred
+// meanwhile are skipped.
 func (r *Repository) pollPoints(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, conditional int, blocking []any) ([]taskapi.Task, error) {
 	read := r.expand(r.q.pollRead[order][conditional], "{list}", marks(len(blocking)))
 	cursor := int64(taskapi.Inception)
@@ -102,12 +106,12 @@ func (r *Repository) pollPoints(ctx context.Context, tx DB, topic string, size i
 	var tasks []taskapi.Task
 	for len(tasks) < size {
 		want := size - len(tasks)
-		candidates, err := querySequences(ctx, tx, read, append(append([]any{topic, cursor, r.owner}, blocking...), want)...)
+		candidates, err := querySequences(ctx, tx, read, r.pollArgs(topic, []any{cursor}, blocking, want)...)
 		if err != nil || len(candidates) == 0 {
 			return tasks, err
 		}
 		query := r.expand(r.q.pollPoints[order], "{list}", marks(len(candidates)))
-		locked, err := queryTasks(ctx, tx, query, appendArgs([]any{topic}, candidates...)...)
+		locked, err := queryTasks(ctx, tx, query, r.args(append(appendArgs([]any{topic}, candidates...), now{})...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -118,6 +122,16 @@ func (r *Repository) pollPoints(ctx context.Context, tx DB, topic string, size i
 		cursor = candidates[len(candidates)-1]
 	}
 	return tasks, nil
+}
+
+// pollArgs returns the arguments of a poll's candidates (see
+// pollCandidates): those of either branch, of which the due one reads now,
+// each with the cursor where pollRead has one, and the limit of the union.
+func (r *Repository) pollArgs(topic string, cursor, blocking []any, size int) []any {
+	branch := func(due ...any) []any {
+		return slices.Concat([]any{topic}, due, cursor, []any{r.owner}, blocking, []any{size})
+	}
+	return r.args(slices.Concat(branch(), branch(now{}), []any{size})...)
 }
 
 // mustExist returns ErrUnknownOwner unless this owner is registered.

@@ -30,7 +30,7 @@ func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion ta
 	err := r.retrying(ctx, db, func(db DB) error {
 		points := r.pointLocks(db)
 		return r.atomic(ctx, db, func(tx DB) (err error) {
-			tasks, err = r.insert(ctx, tx, topic, insertion, creations, points)
+			tasks, err = r.insert(ctx, tx, topic, insertion, creations, nil, points)
 			return err
 		})
 	})
@@ -60,10 +60,12 @@ func (r *Repository) pointLocks(db DB) bool {
 // locks the topic (notifying its channel when this is the first push of the
 // topic in the interval of wake-ups), applies insertion to the older tasks
 // and inserts the stored creations. It returns the stored tasks in
-// creation order.
-func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, points bool) ([]taskapi.Task, error) {
+// creation order. revivals, unless nil, holds the count of revivals of each
+// creation, for a revival, whose insertion stores every creation (never
+// Delete); a push stores none.
+func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int, points bool) ([]taskapi.Task, error) {
 	stamp := r.wake.Claim(topic)
-	tasks, err := r.store(ctx, tx, r.wake.topicStatement(stamp != 0), topic, insertion, creations, points)
+	tasks, err := r.store(ctx, tx, r.wake.topicStatement(stamp != 0), topic, insertion, creations, revivals, points)
 	if err != nil {
 		r.wake.Forget(topic, stamp)
 	}
@@ -71,7 +73,7 @@ func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion 
 }
 
 // store pushes as insert does, locking the topic with lockTopic.
-func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, points bool) ([]taskapi.Task, error) {
+func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int, points bool) ([]taskapi.Task, error) {
 	var locked string
 	err := tx.QueryRowContext(ctx, r.expand(lockTopic), topic).Scan(&locked)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -86,7 +88,10 @@ func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, 
 		}
 	}
 	stored, states := batch.Stored(insertion, creations)
-	sequences, err := r.insertStored(ctx, tx, topic, stored, states)
+	if revivals == nil {
+		revivals = make([]int, len(stored))
+	}
+	sequences, err := r.insertStored(ctx, tx, topic, stored, states, revivals)
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +102,10 @@ func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, 
 	return tasks, nil
 }
 
-// insertStored inserts the stored creations in as few statements as the
-// limits allow, in order, and returns their sequences in creation order.
-func (r *Repository) insertStored(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State) ([]int64, error) {
+// insertStored inserts the stored creations, with their counts of
+// revivals, in as few statements as the limits allow, in order, and
+// returns their sequences in creation order.
+func (r *Repository) insertStored(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State, revivals []int) ([]int64, error) {
 	indices := make([]int, len(stored))
 	for i := range indices {
 		indices[i] = i
@@ -108,7 +114,7 @@ func (r *Repository) insertStored(ctx context.Context, tx DB, topic string, stor
 	sequences := make([]int64, 0, len(stored))
 	err := batch.SplitBy(indices, chunk, statementBytes, weight, func(piece []int) error {
 		from, to := piece[0], piece[len(piece)-1]+1
-		seqs, err := r.insertRows(ctx, tx, topic, stored[from:to], states[from:to])
+		seqs, err := r.insertRows(ctx, tx, topic, stored[from:to], states[from:to], revivals[from:to])
 		sequences = append(sequences, seqs...)
 		return err
 	})
@@ -177,12 +183,14 @@ func (r *Repository) execSequences(ctx context.Context, tx DB, query, topic stri
 	})
 }
 
-// insertRows inserts one piece of stored creations and returns their
-// sequences in creation order.
-func (r *Repository) insertRows(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State) ([]int64, error) {
-	args := make([]any, 0, 6*len(stored))
+// insertRows inserts one piece of stored creations, with their not-before
+// times and their counts of revivals, and returns their sequences in
+// creation order.
+func (r *Repository) insertRows(ctx context.Context, tx DB, topic string, stored []taskapi.Creation, states []taskapi.State, revivals []int) ([]int64, error) {
+	args := make([]any, 0, 8*len(stored))
 	for i, c := range stored {
-		args = append(args, topic, c.Identifier, int(states[i]), nullable(c.Reference), nullable(c.Input), now{})
+		args = append(args, topic, c.Identifier, int(states[i]), nullable(c.Reference), nullable(c.Input), now{},
+			nullableTime(c.NotBefore), revivals[i])
 	}
 	args = r.args(args...)
 	rows := strings.TrimSuffix(strings.Repeat(r.q.pushRow+", ", len(stored)), ", ")

@@ -7,16 +7,16 @@ import (
 )
 
 // The SQL of every call, written once for all dialects. New substitutes the
-// tokens in braces: {task}, {topic}, {owner}, {hold}, {lock} and {analyze}
-// by the (qualified) tables and function, and the dialect's fragments
-// ({now}, {ago}, {greatest}, {skip}, {wait}, {share}, {primary}, {insert},
-// {ignore}; see dialect). The tokens that remain are filled per call with
-// placeholders: {list}, {states} and {owners} (?, ?, ...), {ranges}
-// (sequence BETWEEN ? AND ? OR ..., or sequence IN (...) where the dialect
-// locks by points), {rows} ((?, ?, ?, ?, ?, ?), ...), {values} ((?), (?),
-// ...), and {filters} and {topicFilter} (the conditions of the filters that
-// are not empty; on PostgreSQL {topicFilter} names the few dozen topics that
-// a statement spanning topics reads, see span.go).
+// tokens in braces: {task}, {topic}, {owner}, {hold}, {lock}, {schedule}
+// and {analyze} by the (qualified) tables and function, and the dialect's fragments
+// ({now}, {ago}, {greatest}, {skip}, {wait}, {share}, {primary}, {dueIndex},
+// {insert}, {ignore}; see dialect). The tokens that remain are filled per
+// call with placeholders: {list}, {states} and {owners} (?, ?, ...),
+// {ranges} (sequence BETWEEN ? AND ? OR ..., or sequence IN (...) where the
+// dialect locks by points), {rows} ((?, ?, ?, ?, ?, ?, ?, ?), ...), {values}
+// ((?), (?), ...), and {filters} and {topicFilter} (the conditions of the
+// filters that are not empty; on PostgreSQL {topicFilter} names the few
+// dozen topics that a statement spanning topics reads, see span.go).
 // Values are always parameters; an argument list holds now and ago where the
 // SQL has {now} and {ago} (see clock.go).
 //
@@ -48,8 +48,8 @@ WHERE topic = ? AND sequence IN ({list}) AND state BETWEEN ? AND ?
 ORDER BY sequence{skip}`
 	pushRedundant = `UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 8 WHERE topic = ? AND sequence IN ({list})`
 	pushDelete    = `DELETE {deleteFrom} WHERE topic = ? AND sequence IN ({list})`
-	pushInsert    = `INSERT INTO {task} (topic, identifier, state, reference, input, created) VALUES {rows}{returning}`
-	pushRow       = `(?, ?, ?, ?, ?, {now})`
+	pushInsert    = `INSERT INTO {task} (topic, identifier, state, reference, input, created, not_before, revivals) VALUES {rows}{returning}`
+	pushRow       = `(?, ?, ?, ?, ?, {now}, ?, ?)`
 )
 
 // Locks by which pushes of identifiers (Replace, Supersede, Delete) and
@@ -70,25 +70,49 @@ SELECT count(pg_advisory_xact_lock(CAST(? AS integer), k)) FROM (SELECT k FROM (
 // Poll selects and locks the candidates, then marks them. The owner check is
 // folded in; only when nothing comes back does Poll look whether the owner
 // exists. The conditions skip a candidate while its identifier has an
-// earlier Ready task (in poll order) or a task in a blocking state. Where
-// the dialect locks by points, a poll in a caller's transaction reads the
-// candidates without locks (pollRead, from the sequence after the last
-// candidate tried) and locks them by points (pollPoints). On PostgreSQL a
-// poll that took tasks records that its owner holds tasks in the topic.
+// earlier Ready task (in poll order), deferred or not, or a task in a
+// blocking state. On PostgreSQL a poll that took tasks records that its
+// owner holds tasks in the topic.
+//
+// The candidates come from two branches, each on an index of its own, so
+// that a poll never walks over the tasks that wait for their time, however
+// many: the tasks that were never deferred in sequence order (pollReady,
+// which matches the predicate of the partial index task_ready exactly), and
+// the deferred ones that are due in the order of their times, up to now
+// (pollDue: task_deferred; on MySQL both read task_due). Each branch locks up
+// to size candidates; the poll takes the first size of both in poll order.
+// The rows that a branch locked and the poll did not take stay locked, and
+// skipped by concurrent polls, until the poll's transaction ends: at most
+// size more rows.
+//
+// Where the dialect locks by points, a poll in a caller's transaction reads
+// the candidates of both branches without locks (pollRead, from the
+// sequence after the last candidate tried) and locks them by points
+// (pollPoints), checking again that they are Ready and due.
 const (
 	pollCandidates = `
-SELECT r.sequence, r.identifier, COALESCE(r.input, '') FROM {task} AS r
-WHERE r.topic = ? AND r.state = 1
+SELECT * FROM ({ready}) AS a
+UNION ALL
+SELECT * FROM ({due}) AS b
+ORDER BY sequence {direction} LIMIT ?`
+	// pollBranch is a branch of the candidates: {which} and {order} pick its
+	// tasks and their order. A branch of a poll returns {columns} and locks
+	// its rows ({locking}); one of pollRead returns sequences from beyond
+	// the cursor ({cursor}), without locks.
+	pollBranch = `
+SELECT {columns} FROM {task} AS r{dueIndex}
+WHERE r.topic = ? AND r.state = 1 AND {which}{cursor}
   AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
-ORDER BY r.sequence {direction} LIMIT ?{skip}`
-	pollRead = `
-SELECT r.sequence FROM {task} AS r
-WHERE r.topic = ? AND r.state = 1 AND r.sequence {beyond} ?
-  AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
-ORDER BY r.sequence {direction} LIMIT ?`
-	pollPoints = `
+ORDER BY {order} LIMIT ?{locking}`
+	pollColumns    = `r.sequence, r.identifier, COALESCE(r.input, '') AS input`
+	pollCursor     = ` AND r.sequence {beyond} ?`
+	pollReady      = `r.not_before IS NULL`
+	pollReadyOrder = `r.sequence {direction}`
+	pollDue        = `r.not_before IS NOT NULL AND r.not_before <= {now}`
+	pollDueOrder   = `r.not_before {direction}, r.sequence {direction}`
+	pollPoints     = `
 SELECT sequence, identifier, COALESCE(input, '') FROM {task}{primary}
-WHERE topic = ? AND sequence IN ({list}) AND state = 1
+WHERE topic = ? AND sequence IN ({list}) AND state = 1 AND (not_before IS NULL OR not_before <= {now})
 ORDER BY sequence {direction}{skip}`
 	// "state + 0" keeps the conditions off the partial indexes on state,
 	// so that they probe the identifier index task by task; see taskpg's
@@ -105,16 +129,18 @@ ORDER BY sequence {direction}{skip}`
 	ownerExists = `SELECT COUNT(*) FROM {owner} WHERE owner = ?`
 )
 
-// Complete, ReviveTasks and Reassign name tasks by sequence. They lock the
-// matching rows first, reading the primary key, and write only when every
-// named task matched.
+// Complete, ReviveTasks, Reassign and Defer name tasks by sequence. They lock
+// the matching rows first, reading the primary key, and write only when
+// every named task matched. ReviveReset counts the revival on the row and
+// clears its time; a recreating revival gives the new task the count plus
+// one (see revive).
 const (
 	completeLock = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state = 0 AND owner = ? AND ({ranges}){wait}`
 	completeSet  = `
 UPDATE {task}{primary} SET state = ?, output = ?, completed = {now}
 WHERE topic = ? AND ({ranges})`
 	releaseSet     = `UPDATE {task}{primary} SET state = 1, owner = NULL WHERE topic = ? AND ({ranges})`
-	revivedColumns = `sequence, identifier, COALESCE(input, ''), COALESCE(reference, '')`
+	revivedColumns = `sequence, identifier, COALESCE(input, ''), COALESCE(reference, ''), revivals`
 	reviveLock     = `
 SELECT ` + revivedColumns + ` FROM {task}{primary}
 WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
@@ -122,7 +148,10 @@ WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
 SELECT ` + revivedColumns + ` FROM {task}
 WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?
 ORDER BY sequence LIMIT ?{skip}`
-	revivalReset    = `UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 1, owner = NULL, output = NULL, completed = NULL WHERE topic = ? AND ({ranges})`
+	revivalReset = `
+UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 1, owner = NULL, completed = NULL,
+       not_before = NULL, revivals = revivals + 1
+WHERE topic = ? AND ({ranges})`
 	revivalRecreate = `UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 7 WHERE topic = ? AND ({ranges})`
 	reassignLock    = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
 	reassignSet     = `
@@ -131,6 +160,38 @@ WHERE topic = ? AND state <> ? AND ({ranges})`
 	reassignAll = `
 UPDATE {task} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
 WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?`
+	deferLock = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state = 1 AND ({ranges}){wait}`
+	deferSet  = `UPDATE {task}{primary} SET not_before = ? WHERE topic = ? AND ({ranges})`
+)
+
+// NextDue: the earliest time of the topic's deferred Ready tasks that are
+// not yet due, none when no task waits. The conditions match the predicate
+// of task_deferred, whose second column after the topic is the time, so
+// that the statement reads the first entry after now: one descent of the
+// index, whatever the number of tasks that wait. It is MIN(not_before)
+// written as ORDER BY ... LIMIT 1, which keeps PostgreSQL without
+// statistics from aggregating every entry after now (it takes the two for
+// equally cheap). On MySQL task_due leads with (topic, state, not_before),
+// which serves it the same way; {dueIndex} keeps the planner on it.
+const nextDue = `
+SELECT not_before FROM {task}{dueIndex}
+WHERE topic = ? AND state = 1 AND not_before IS NOT NULL AND not_before > {now}
+ORDER BY not_before LIMIT 1`
+
+// Schedules (Mark and Advance) keep their marks in the task_schedule table. A
+// mark moves by compare-and-set: the first one is inserted unless the row
+// exists (scheduleStart), a later one replaces the mark that the caller read
+// (scheduleMove, the last argument). An UPDATE that waited for the row lock
+// of a concurrent one evaluates its WHERE again on the version that
+// committed (PostgreSQL under READ COMMITTED, InnoDB always), and SQLite has
+// one writer, so that of several advances from one mark one changes the
+// row and the others change nothing. The new mark always differs from the
+// old, so that MySQL, which counts only the rows a statement changed, counts
+// the row that matched. Destroy deletes a topic's marks (destroyMarks).
+const (
+	scheduleMark  = `SELECT mark FROM {schedule} WHERE topic = ? AND name = ?`
+	scheduleStart = `{insert} {schedule} (topic, name, mark) VALUES (?, ?, ?){ignore}`
+	scheduleMove  = `UPDATE {schedule} SET mark = ? WHERE topic = ? AND name = ? AND mark = ?`
 )
 
 // Join releases one group: it counts the group's identifiers that have a
@@ -183,14 +244,18 @@ WHERE o.owner <> ? AND o.heartbeat < {ago}`
 )
 
 // Topics. Deleting a topic deletes its tasks by the schema's own means (a
-// partition closed, a trigger, a foreign key).
+// partition closed, a trigger, a foreign key). Destroy deletes the topic's
+// schedule marks (destroyMarks) before the topic, in the order of a process
+// that advances a mark and then pushes to the topic (locking the topic's
+// row), so that the two do not deadlock.
 const (
-	initialize  = `{insert} {topic} (topic) VALUES (?){ignore}`
-	topics      = `SELECT topic FROM {topic}`
-	destroy     = `DELETE FROM {topic} WHERE topic = ?`
-	purgeAll    = `DELETE FROM {task} WHERE topic = ?`
-	purge       = `DELETE FROM {task} WHERE topic = ? AND sequence BETWEEN ? AND ? AND state IN ({list})`
-	purgeBefore = `DELETE FROM {task} WHERE topic = ? AND created <= ? AND state IN ({list})`
+	initialize   = `{insert} {topic} (topic) VALUES (?){ignore}`
+	topics       = `SELECT topic FROM {topic}`
+	destroyMarks = `DELETE FROM {schedule} WHERE topic = ?`
+	destroy      = `DELETE FROM {topic} WHERE topic = ?`
+	purgeAll     = `DELETE FROM {task} WHERE topic = ?`
+	purge        = `DELETE FROM {task} WHERE topic = ? AND sequence BETWEEN ? AND ? AND state IN ({list})`
+	purgeBefore  = `DELETE FROM {task} WHERE topic = ? AND created <= ? AND state IN ({list})`
 )
 
 // Reads. {filters} holds the conditions of the filters that are not empty.
@@ -198,7 +263,7 @@ const (
 // all, or on PostgreSQL a few dozen at a time.
 const (
 	infoColumns = `sequence, identifier, COALESCE(input, ''), state, descent, COALESCE(owner, ''),
-       COALESCE(reference, ''), COALESCE(output, ''), created, completed`
+       COALESCE(reference, ''), COALESCE(output, ''), created, completed, not_before, revivals`
 	page = `
 SELECT ` + infoColumns + ` FROM {task}
 WHERE topic = ? AND sequence {beyond} ?{filters}
@@ -241,12 +306,15 @@ type queries struct {
 	reviveLock, reviveSpan                               string
 	revivalReset, revivalRecreate                        string
 	reassignLock, reassignSet, reassignAll               string
+	deferLock, deferSet, nextDue                         string
+	scheduleMark, scheduleStart, scheduleMove            string
 	joinPresent, joinRelease                             string
 	register, reregister, priorIncarnation, heartbeat    string
 	owners, expireLock, expireOwnLock, expireSet         string
 	purgeOwners, silentHolds, ownHolds, silentOwners     string
 	activeOwners, dropOwners, dropHolds                  string
-	initialize, topics, destroy, purgeAll, purge         string
+	initialize, topics, destroyMarks, destroy            string
+	purgeAll, purge                                      string
 	purgeBefore, refresh, writeLock, lookup, knownTopic  string
 	page                                                 [2]string // by Direction
 	count                                                [2]string // by Snapshot
@@ -272,9 +340,10 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	}
 	sub := strings.NewReplacer(
 		"{task}", qualify("task"), "{topic}", qualify("task_topic"), "{owner}", qualify("task_owner"),
-		"{hold}", qualify("task_hold"), "{lock}", qualify("task_lock"), "{analyze}", qualify("task_analyze"),
+		"{hold}", qualify("task_hold"), "{lock}", qualify("task_lock"), "{schedule}", qualify("task_schedule"),
+		"{analyze}", qualify("task_analyze"),
 		"{now}", d.now, "{ago}", d.ago, "{greatest}", d.greatest, "{skip}", skip, "{wait}", d.forUpdate,
-		"{share}", d.share, "{primary}", d.primary, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
+		"{share}", d.share, "{primary}", d.primary, "{dueIndex}", d.dueIndex, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
 	).Replace
 	s := sub
 	v := func(template string, pairs ...string) string {
@@ -285,14 +354,15 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.pushInsert, q.pushRow, q.pushDelete, q.pushRedundant = s(pushInsert), s(pushRow), s(pushDelete), s(pushRedundant)
 	q.advisoryShared, q.advisoryExclusive = s(advisoryShared), s(advisoryExclusive)
 	q.advisoryIdentifiers, q.advisoryPolls, q.lockBuckets = s(advisoryIdentifiers), s(advisoryPolls), s(lockBuckets)
+	poll, read := pollUnion(pollColumns, "", "{skip}"), pollUnion("r.sequence", pollCursor, "")
 	for _, o := range []struct {
 		order                      taskapi.Order
 		direction, earlier, beyond string
 	}{{taskapi.FIFO, "ASC", "<", ">"}, {taskapi.LIFO, "DESC", ">", "<"}} {
 		singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
 		for i, condition := range []string{"", singular} {
-			q.poll[o.order][i] = v(pollCandidates, "{condition}", condition, "{direction}", o.direction)
-			q.pollRead[o.order][i] = v(pollRead, "{condition}", condition, "{direction}", o.direction, "{beyond}", o.beyond)
+			q.poll[o.order][i] = v(poll, "{condition}", condition, "{direction}", o.direction)
+			q.pollRead[o.order][i] = v(read, "{condition}", condition, "{direction}", o.direction, "{beyond}", o.beyond)
 		}
 		q.pollPoints[o.order] = v(pollPoints, "{direction}", o.direction)
 	}
@@ -301,12 +371,15 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.reviveLock, q.reviveSpan = s(reviveLock), s(reviveSpan)
 	q.revivalReset, q.revivalRecreate = s(revivalReset), s(revivalRecreate)
 	q.reassignLock, q.reassignSet, q.reassignAll = s(reassignLock), s(reassignSet), s(reassignAll)
+	q.deferLock, q.deferSet, q.nextDue = s(deferLock), s(deferSet), s(nextDue)
+	q.scheduleMark, q.scheduleStart, q.scheduleMove = s(scheduleMark), s(scheduleStart), s(scheduleMove)
 	q.joinPresent, q.joinRelease = s(joinPresent), s(joinRelease)
 	q.register, q.reregister, q.priorIncarnation, q.heartbeat = s(register), s(reregister), s(priorIncarnation), s(heartbeat)
 	q.owners, q.expireLock, q.expireOwnLock, q.expireSet = s(owners), s(expireLock), s(expireOwnLock), s(expireSet)
 	q.purgeOwners, q.silentHolds, q.ownHolds, q.silentOwners = s(purgeOwners), s(silentHolds), s(ownHolds), s(silentOwners)
 	q.activeOwners, q.dropOwners, q.dropHolds = s(activeOwners), s(dropOwners), s(dropHolds)
-	q.initialize, q.topics, q.destroy, q.purgeAll, q.purge = s(initialize), s(topics), s(destroy), s(purgeAll), s(purge)
+	q.initialize, q.topics, q.destroyMarks, q.destroy = s(initialize), s(topics), s(destroyMarks), s(destroy)
+	q.purgeAll, q.purge = s(purgeAll), s(purge)
 	q.purgeBefore, q.refresh, q.writeLock, q.lookup, q.knownTopic = s(purgeBefore), s(d.refresh), s(d.writeLock), s(lookup), s(knownTopic)
 	q.page[taskapi.Forward] = v(page, "{beyond}", ">", "{direction}", "ASC")
 	q.page[taskapi.Backward] = v(page, "{beyond}", "<", "{direction}", "DESC")
@@ -314,4 +387,15 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.count[taskapi.Recent] = v(count, "{candidates}", countRecent)
 	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
 	return q
+}
+
+// pollUnion returns the union of the two branches of a poll (see
+// pollCandidates) with columns, cursor and locking in both.
+func pollUnion(columns, cursor, locking string) string {
+	branch := func(which, order string) string {
+		return strings.NewReplacer("{which}", which, "{order}", order, "{columns}", columns,
+			"{cursor}", cursor, "{locking}", locking).Replace(pollBranch)
+	}
+	return strings.NewReplacer("{ready}", branch(pollReady, pollReadyOrder),
+		"{due}", branch(pollDue, pollDueOrder)).Replace(pollCandidates)
 }

@@ -91,7 +91,8 @@ func queryInfos(ctx context.Context, db DB, query string, args ...any) ([]taskap
 			state, descent int
 		)
 		err := rows.Scan(&info.Sequence, &info.Identifier, &info.Input, &state, &descent,
-			&info.Owner, &info.Reference, &info.Output, utcTime{&info.Created}, utcTime{&info.Completed})
+			&info.Owner, &info.Reference, &info.Output, utcTime{&info.Created}, utcTime{&info.Completed},
+			utcTime{&info.NotBefore}, &info.Revivals)
 		if err != nil {
 			return nil, err
 		}

@@ -18,18 +18,26 @@ func (r *Repository) Release(ctx context.Context, db DB, topic string, tasks ...
 	if len(tasks) == 0 {
 		return nil
 	}
-	_, sequences := batch.Positions(tasks)
-	ranges := seqrange.Ranges(sequences)
-	err := r.retrying(ctx, db, func(db DB) error {
-		return r.atomic(ctx, db, func(tx DB) error {
-			if err := r.lockNamed(ctx, tx, r.q.completeLock, topic, []any{topic, r.owner}, ranges, taskapi.ErrNotActive); err != nil {
-				return err
-			}
-			return r.execRanges(ctx, tx, r.q.releaseSet, []any{topic}, ranges)
-		})
-	})
-	if err != nil {
+	if err := r.setNamed(ctx, db, topic, tasks, r.q.completeLock, []any{topic, r.owner}, taskapi.ErrNotActive, r.q.releaseSet, []any{topic}); err != nil {
 		return wrapf(err, "release tasks of %q", topic)
 	}
 	return nil
+}
+
+// setNamed locks the tasks named by sequence (each once) with lock and
+// lockArgs, and, when every one matched, changes them with set and setArgs,
+// in a transaction of its own; otherwise the error, a *taskapi.StateError of
+// fault, names those that did not match, and nothing changes. Release and
+// Defer are built on it.
+func (r *Repository) setNamed(ctx context.Context, db DB, topic string, tasks []taskapi.Task, lock string, lockArgs []any, fault error, set string, setArgs []any) error {
+	_, sequences := batch.Positions(tasks)
+	ranges := seqrange.Ranges(sequences)
+	return r.retrying(ctx, db, func(db DB) error {
+		return r.atomic(ctx, db, func(tx DB) error {
+			if err := r.lockNamed(ctx, tx, lock, topic, lockArgs, ranges, fault); err != nil {
+				return err
+			}
+			return r.execRanges(ctx, tx, set, setArgs, ranges)
+		})
+	})
 }

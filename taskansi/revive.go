@@ -86,10 +86,13 @@ func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how t
 type revived struct {
 	taskapi.Task
 	reference string
+	revivals  int // revivals of the task so far
 }
 
 // revive changes the locked tasks old, in the order of the revivals, and
-// pushes their successors for the modes that push.
+// pushes their successors for the modes that push. A reset counts the
+// revival on the row; a successor carries the count plus one and, like a
+// reset task, no not-before time.
 func (r *Repository) revive(ctx context.Context, tx DB, topic string, how taskapi.Revivification, old []revived, points bool) ([]taskapi.Revival, error) {
 	if len(old) == 0 {
 		return nil, nil
@@ -114,10 +117,12 @@ func (r *Repository) revive(ctx context.Context, tx DB, topic string, how taskap
 		return revivals, nil
 	}
 	creations := make([]taskapi.Creation, len(old))
+	counts := make([]int, len(old))
 	for i, t := range old {
 		creations[i] = taskapi.Creation{Identifier: t.Identifier, Input: t.Input, Reference: t.reference}
+		counts[i] = t.revivals + 1
 	}
-	current, err := r.insert(ctx, tx, topic, insertion, creations, points)
+	current, err := r.insert(ctx, tx, topic, insertion, creations, counts, points)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +141,7 @@ func queryRevived(ctx context.Context, db DB, query string, args ...any) ([]revi
 	var tasks []revived
 	for rows.Next() {
 		var t revived
-		if err := rows.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference); err != nil {
+		if err := rows.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference, &t.revivals); err != nil {
 			return nil, err
 		}
 		tasks = append(tasks, t)

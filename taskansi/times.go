@@ -27,6 +27,15 @@ func timeParameter(t time.Time) string {
 	return t.Format(timeLayout)
 }
 
+// nullableTime returns t as a parameter (see timeParameter), or nil (NULL)
+// for the zero time, which means none.
+func nullableTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return timeParameter(t)
+}
+
 // utcTime scans a time column that holds UTC, whatever form the driver gives
 // it in: a time.Time in any location (pgx, MySQL with parseTime), or text
 // (SQLite, MySQL without parseTime). NULL leaves the zero time.

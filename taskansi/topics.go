@@ -16,9 +16,26 @@ func (r *Repository) Initialize(ctx context.Context, db DB, topic string) (bool,
 	return r.execTopic(ctx, db, r.q.initialize, "initialize topic %q", topic)
 }
 
-// Destroy drops topic and all its tasks, and reports whether it existed.
+// Destroy drops topic with all its tasks and the marks of its schedules,
+// and reports whether the topic existed. The marks go first, in a
+// transaction of its own (see atomic) that deletes the topic next.
 func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, error) {
-	return r.execTopic(ctx, db, r.q.destroy, "destroy topic %q", topic)
+	if err := check.Topic(topic); err != nil {
+		return false, wrapf(err, "destroy topic %q", topic)
+	}
+	var n int64
+	err := r.retrying(ctx, db, func(db DB) error {
+		return r.atomic(ctx, db, func(tx DB) (err error) {
+			if _, err = tx.ExecContext(ctx, r.expand(r.q.destroyMarks), topic); err == nil {
+				n, err = affected(tx.ExecContext(ctx, r.expand(r.q.destroy), topic))
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return false, wrapf(err, "destroy topic %q", topic)
+	}
+	return n > 0, nil
 }
 
 func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic string) (bool, error) {

@@ -209,7 +209,7 @@ const (
 	ReviveAppend    Revivification = iota // mark Recreated, push a new task with Append
 	ReviveSupersede                       // mark Recreated, push a new task with Supersede
 	ReviveReplace                         // mark Recreated, push a new task with Replace
-	ReviveReset                           // set the task Ready again, keeping its sequence
+	ReviveReset                           // set the task Ready again, keeping its sequence and its last output
 )
 
 var revivificationNames = []string{"REVIVE_APPEND", "REVIVE_SUPERSEDE", "REVIVE_REPLACE", "REVIVE_RESET"}

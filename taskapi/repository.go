@@ -17,8 +17,8 @@ type Sink[Tx any] interface {
 
 // Source hands out tasks to process and takes their results.
 type Source[Tx any] interface {
-	// Poll marks up to size Ready tasks of topic Active with this owner and
-	// returns them in poll order. opts are an Order and a Condition; the
+	// Poll marks up to size Ready tasks of topic that are due (no NotBefore
+	// in the future) Active with this owner and returns them in poll order. opts are an Order and a Condition; the
 	// default is FIFO, Unconditional. Fails with ErrUnknownOwner when this
 	// owner is not registered.
 	Poll(ctx context.Context, tx Tx, topic string, size int, opts ...PollOption) ([]Task, error)
@@ -117,6 +117,32 @@ type Repository[Tx any] interface {
 	// after at, or MaxSequence (preceding false); the highest sequence
 	// created at or before at, or Inception (preceding true).
 	Resolve(ctx context.Context, tx Tx, at time.Time, preceding bool) (int64, error)
+	// Defer sets NotBefore of the given tasks, which must each be Ready in
+	// topic (else ErrStateMismatch and nothing changes): Poll returns them
+	// no earlier than until. A zero until makes them pollable at once.
+	Defer(ctx context.Context, tx Tx, topic string, until time.Time, tasks ...Task) error
+	// NextDue returns the earliest NotBefore later than now (database
+	// clock) among the Ready tasks of topic, zero when none waits: when a
+	// poll of topic will next find a deferred task due. Tasks already due
+	// do not count. It reads an index, whatever the number of tasks.
+	NextDue(ctx context.Context, tx Tx, topic string) (time.Time, error)
+	Scheduler[Tx]
+}
+
+// Scheduler keeps the marks of periodic schedules: for each named schedule
+// of a topic, the last period it pushed a task for. A process that runs the
+// schedule advances the mark by compare-and-set in the transaction that
+// pushes the period's task, so that every period is pushed once however
+// many processes run it, with no leader. Marks are kept in UTC to the
+// microsecond.
+type Scheduler[Tx any] interface {
+	// Mark returns the mark of the schedule name of topic, zero when it has
+	// none yet.
+	Mark(ctx context.Context, tx Tx, topic, name string) (time.Time, error)
+	// Advance sets the mark of the schedule name of topic to to, if the
+	// mark is from now (a zero from: if the schedule has no mark yet), and
+	// reports whether it did. to must be later than from.
+	Advance(ctx context.Context, tx Tx, topic, name string, from, to time.Time) (bool, error)
 }
 
 // PollOption is an option of Poll: an Order or a Condition.

@@ -47,7 +47,18 @@ type Creation struct {
 	Input      string // empty when absent
 	Reference  string // empty when absent, at most MaxReferenceLength bytes
 	Suspended  bool   // push the task Suspended instead of Ready
+	// NotBefore defers the task: Poll returns it no earlier than this time
+	// on the database clock. Zero: at once. Kept to the microsecond; a
+	// non-zero time must lie within the years MinYear to MaxYear.
+	NotBefore time.Time
 }
+
+// The years within which a non-zero NotBefore must lie: what every
+// supported database can store (MySQL's DATETIME is the narrowest).
+const (
+	MinYear = 1000
+	MaxYear = 9999
+)
 
 // Decision is the outcome of processing a task.
 type Decision struct {
@@ -83,6 +94,10 @@ type Info struct {
 	Output    string
 	Created   time.Time // in UTC
 	Completed time.Time // in UTC; zero when not completed
+	NotBefore time.Time // in UTC; zero when the task was never deferred
+	// Revivals counts how often this task, or the tasks it was revived
+	// from, were revived.
+	Revivals int
 }
 
 // Listing filters the tasks that Page returns. An empty field filters nothing.

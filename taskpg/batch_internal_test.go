@@ -20,11 +20,12 @@ func batchCreations(n int) []taskapi.Creation {
 	return creations
 }
 
-func BenchmarkPushArrays(b *testing.B) {
-	creations := batchCreations(1000)
+func BenchmarkPushRows(b *testing.B) {
+	stored, created := batch.Stored(taskapi.Append, batchCreations(1000))
+	states := ordinals(created)
 	b.ReportAllocs()
 	for b.Loop() {
-		pushArrays(creations)
+		pushRows(stored, states, nil)
 	}
 }
 
@@ -36,9 +37,10 @@ func BenchmarkCopySource(b *testing.B) {
 	for i := range sequences {
 		sequences[i] = int64(i + 1)
 	}
+	rows := pushRows(stored, states, nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		source := copySource("topic", sequences, stored, states)
+		source := copySource("topic", sequences, rows)
 		for source.Next() {
 			if _, err := source.Values(); err != nil {
 				b.Fatal(err)

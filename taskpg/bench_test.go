@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -276,4 +277,65 @@ func consume(ctx context.Context, db *pgxpool.Pool, repo *taskpg.Repository) (in
 		}
 		worked += len(tasks)
 	}
+}
+
+// BenchmarkPushThenClaim measures the two steps that no consumer can skip
+// between a push and the start of its tasks' handlers, one after the other
+// on an otherwise idle server: the push of a batch, committed (no consumer
+// sees its tasks before), and the poll that claims it, committed (no
+// handler may start before), each in the cheapest way taskpg offers. An
+// operation is one batch; it reports the medians and 99th percentiles in
+// ms of each step and of both together, the floor of push → start latency
+// on this machine:
+//
+//	go test ./taskpg/ -run '^$' -bench PushThenClaim -benchtime 1000x
+func BenchmarkPushThenClaim(b *testing.B) {
+	for _, n := range []int{100, 10} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			db, repo := benchSetup(b)
+			ctx := b.Context()
+			var push, claim, both []time.Duration
+			for i := 0; b.Loop(); i++ {
+				t0 := time.Now()
+				// On the pool: a push alone commits in one round trip.
+				if _, err := repo.Push(ctx, db, benchTopic, taskapi.Append, benchCreations(i*n, n)...); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				var tasks []taskapi.Task
+				err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) (err error) {
+					tasks, err = repo.Poll(ctx, tx, benchTopic, n)
+					return err
+				})
+				t2 := time.Now()
+				push, claim, both = append(push, t1.Sub(t0)), append(claim, t2.Sub(t1)), append(both, t2.Sub(t0))
+				if err == nil {
+					err = completeAll(ctx, db, repo, tasks)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportQuantiles(b, "push", push)
+			reportQuantiles(b, "claim", claim)
+			reportQuantiles(b, "both", both)
+		})
+	}
+}
+
+// completeAll completes tasks with Success in a transaction.
+func completeAll(ctx context.Context, db *pgxpool.Pool, repo *taskpg.Repository, tasks []taskapi.Task) error {
+	completions := make([]taskapi.Completion, len(tasks))
+	for i, t := range tasks {
+		completions[i] = taskapi.Completion{Task: t, Decision: taskapi.Decision{Result: taskapi.Success}}
+	}
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return repo.Complete(ctx, tx, benchTopic, completions...) })
+}
+
+// reportQuantiles reports the median and 99th percentile of ds in ms.
+func reportQuantiles(b *testing.B, name string, ds []time.Duration) {
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))]) / float64(time.Millisecond) }
+	b.ReportMetric(at(0.5), name+"-p50-ms")
+	b.ReportMetric(at(0.99), name+"-p99-ms")
 }

@@ -62,6 +62,28 @@
 // in turn quickly. Unconditional polls never take it. The conditions are
 // exact under READ COMMITTED, PostgreSQL's default isolation level.
 //
+// # Deferred tasks
+//
+// A task pushed with a NotBefore, or given one by Defer, is Ready but not
+// polled before that time on the database's clock. A poll reads two partial
+// indexes: the Ready tasks that were never deferred, in poll order, and the
+// deferred ones that are due, by their time (the earliest first, the latest
+// for LIFO). It never walks over the tasks that wait for their time, so
+// that its cost does not depend on how many do. It locks up to size
+// candidates from each index, takes the first size of them in poll order,
+// and keeps the others locked (skipped by concurrent polls) until its
+// transaction ends. NextDue reads the first entry after now of the index of
+// deferred tasks: when a poll will next find one due.
+//
+// # Schedules
+//
+// Mark and Advance keep the marks of periodic schedules in the task_schedule
+// table, a row per topic and name. Advance is one compare-and-set
+// statement: an UPDATE from the mark the caller read, which READ COMMITTED
+// evaluates again on the row a concurrent advance committed, or an INSERT
+// of the first mark unless the row exists; of concurrent advances from one
+// mark one succeeds. Destroy deletes the topic's marks; PurgeAll keeps them.
+//
 // # Statistics
 //
 // PostgreSQL plans the queries from the statistics of each partition, which

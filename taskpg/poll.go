@@ -13,10 +13,10 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// Poll marks up to size Ready tasks of topic Active with this owner, in one
-// statement, and returns them in poll order. A conditional poll first takes
-// the topic's advisory lock, in the same round trip (see the package
-// documentation).
+// Poll marks up to size Ready tasks of topic that are due (no NotBefore
+// after the database's clock) Active with this owner, in one statement, and
+// returns them in poll order. A conditional poll first takes the topic's
+// advisory lock, in the same round trip (see the package documentation).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
 	order, condition, err := check.Poll(topic, opts)
 	if err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -27,7 +29,7 @@ func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion ta
 		return nil, nil
 	}
 	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
-		return r.insert(ctx, db, topic, insertion, creations)
+		return r.insert(ctx, db, topic, insertion, creations, nil)
 	})
 	if err != nil {
 		return nil, wrapf(err, "push to %q", topic)
@@ -41,11 +43,13 @@ func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion ta
 const copyThreshold = 100
 
 // insert stores valid creations, at least one, as insertion tells, and
-// returns the stored tasks in creation order. When it is the first push of
-// the topic in the interval of wake-ups, it notifies the topic's channel.
-func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
+// returns the stored tasks in creation order. revivals is nil for a push;
+// a revival gives the count of revivals of each new task, with an insertion
+// that stores every creation (not Delete). When it is the first push of the
+// topic in the interval of wake-ups, it notifies the topic's channel.
+func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	stamp := r.wake.Claim(topic)
-	tasks, err := r.store(ctx, db, r.wake.statements(stamp != 0), topic, insertion, creations)
+	tasks, err := r.store(ctx, db, r.wake.statements(stamp != 0), topic, insertion, creations, revivals)
 	if err != nil {
 		r.wake.Forget(topic, stamp)
 	}
@@ -54,20 +58,23 @@ func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion 
 
 // store stores valid creations, at least one, with the statements sql, as
 // insert does.
-func (r *Repository) store(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
+func (r *Repository) store(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	stored, created := batch.Stored(insertion, creations)
-	states := ordinals(created)
+	if revivals != nil && len(revivals) != len(stored) {
+		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
+	}
+	rows := pushRows(stored, ordinals(created), revivals)
 	var sequences []int64
 	var err error
 	switch {
 	case insertion != taskapi.Append:
-		sequences, err = r.insertRows(ctx, db, sql, topic, insertion, stored, states)
+		sequences, err = r.insertRows(ctx, db, sql, topic, insertion, rows)
 	case len(stored) >= copyThreshold:
-		sequences, err = r.copyIn(ctx, db, sql, topic, stored, states)
+		sequences, err = r.copyIn(ctx, db, sql, topic, rows)
 	case len(stored) == 1:
-		sequences, err = r.insertOne(ctx, db, sql, topic, stored[0], states[0])
+		sequences, err = r.insertOne(ctx, db, sql, topic, rows)
 	default:
-		sequences, err = r.appendRows(ctx, db, sql, topic, stored, states)
+		sequences, err = r.appendRows(ctx, db, sql, topic, rows)
 	}
 	switch {
 	case err != nil:
@@ -88,10 +95,9 @@ func (r *Repository) store(ctx context.Context, db DB, sql *pushStatements, topi
 // appendRows appends tasks with one statement over arrays and returns their
 // sequences, none for an unknown topic. It touches no other task, so it may
 // come from a prepared statement's generic plan.
-func (r *Repository) appendRows(ctx context.Context, db DB, sql *pushStatements, topic string, stored []taskapi.Creation, states []int16) ([]int64, error) {
-	identifiers, references, inputs := pushArrays(stored)
-	rows, _ := db.Query(ctx, sql.push[taskapi.Append], topic, identifiers, states, references, inputs)
-	return collectSequences(rows, len(stored))
+func (r *Repository) appendRows(ctx context.Context, db DB, sql *pushStatements, topic string, rows taskRows) ([]int64, error) {
+	result, _ := db.Query(ctx, sql.push[taskapi.Append], rows.arrays(topic)...)
+	return collectSequences(result, rows.len())
 }
 
 // insertRows runs the push statement of an insertion mode that changes
@@ -99,17 +105,16 @@ func (r *Repository) appendRows(ctx context.Context, db DB, sql *pushStatements,
 // trip, the push planned for its arguments (it changes tasks of the topic's
 // partition). It returns the sequences of the stored tasks, none for an
 // unknown topic.
-func (r *Repository) insertRows(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, stored []taskapi.Creation, states []int16) ([]int64, error) {
-	identifiers, references, inputs := pushArrays(stored)
-	sequences := make([]int64, 0, len(stored))
+func (r *Repository) insertRows(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, rows taskRows) ([]int64, error) {
+	sequences := make([]int64, 0, rows.len())
 	var sequence int64
 	var steps []step
 	if scopeOf(db) == own {
 		steps = append(steps, noJIT)
 	}
-	steps = append(steps, r.identifierLocks(topic, identifiers)...)
+	steps = append(steps, r.identifierLocks(topic, rows.identifiers)...)
 	steps = append(steps, step{
-		sql: sql.push[insertion], args: []any{topic, identifiers, states, references, inputs},
+		sql: sql.push[insertion], args: rows.arrays(topic),
 		dest: []any{&sequence}, each: func() error { sequences = append(sequences, sequence); return nil },
 	})
 	err := pipeline(ctx, db, steps...)
@@ -142,25 +147,66 @@ func (r *Repository) identifierLocks(topic string, identifiers []string) []step 
 
 // insertOne appends a single task and returns its sequence, none for an
 // unknown topic.
-func (r *Repository) insertOne(ctx context.Context, db DB, sql *pushStatements, topic string, c taskapi.Creation, state int16) ([]int64, error) {
+func (r *Repository) insertOne(ctx context.Context, db DB, sql *pushStatements, topic string, rows taskRows) ([]int64, error) {
 	query := sql.pushOne
 	if scopeOf(db) == own {
 		query = sql.pushOneAlone
 	}
-	rows, _ := db.Query(ctx, query, topic, c.Identifier, state, c.Reference, c.Input)
-	return collectSequences(rows, 1)
+	result, _ := db.Query(ctx, query, rows.row(topic, 0)...)
+	return collectSequences(result, 1)
 }
 
-// pushArrays returns the identifiers, references and inputs of the stored
-// creations, the array arguments of the push statements.
-func pushArrays(stored []taskapi.Creation) (identifiers, references, inputs []string) {
-	identifiers = make([]string, len(stored))
-	references = make([]string, len(stored))
-	inputs = make([]string, len(stored))
-	for i, c := range stored {
-		identifiers[i], references[i], inputs[i] = c.Identifier, c.Reference, c.Input
+// taskRows are the columns of the tasks that a push stores, in the order of
+// the push statements' parameters after the topic. A NULL not_before is an
+// invalid timestamp.
+type taskRows struct {
+	identifiers []string
+	states      []int16
+	references  []string
+	inputs      []string
+	notBefore   []pgtype.Timestamp
+	revivals    []int32
+}
+
+// pushRows returns the columns of the stored creations, with their states
+// and counts of revivals (none when revivals is nil).
+func pushRows(stored []taskapi.Creation, states []int16, revivals []int32) taskRows {
+	rows := taskRows{
+		identifiers: make([]string, len(stored)), states: states,
+		references: make([]string, len(stored)), inputs: make([]string, len(stored)),
+		notBefore: make([]pgtype.Timestamp, len(stored)), revivals: revivals,
 	}
-	return identifiers, references, inputs
+	if revivals == nil {
+		rows.revivals = make([]int32, len(stored))
+	}
+	for i, c := range stored {
+		rows.identifiers[i], rows.references[i], rows.inputs[i] = c.Identifier, c.Reference, c.Input
+		rows.notBefore[i] = notBefore(c.NotBefore)
+	}
+	return rows
+}
+
+// len is the number of tasks.
+func (rows taskRows) len() int { return len(rows.identifiers) }
+
+// arrays returns the arguments of the push statements over arrays.
+func (rows taskRows) arrays(topic string) []any {
+	return []any{topic, rows.identifiers, rows.states, rows.references, rows.inputs, rows.notBefore, rows.revivals}
+}
+
+// row returns the arguments of the push statements of a single task, the
+// task at i.
+func (rows taskRows) row(topic string, i int) []any {
+	return []any{topic, rows.identifiers[i], rows.states[i], rows.references[i], rows.inputs[i], rows.notBefore[i], rows.revivals[i]}
+}
+
+// notBefore returns t as the not_before of a task: in UTC, to the
+// microsecond, NULL for the zero time.
+func notBefore(t time.Time) pgtype.Timestamp {
+	if t.IsZero() {
+		return pgtype.Timestamp{}
+	}
+	return timestamp(t.Truncate(time.Microsecond))
 }
 
 // copier is a DB that copies rows in with COPY, as pgx's do.
@@ -172,41 +218,42 @@ type copier interface {
 // (see atomic) that locks the topic against a concurrent Destroy. It returns
 // the sorted sequences, none for an unknown topic. A DB that cannot copy
 // appends the tasks with one statement instead.
-func (r *Repository) copyIn(ctx context.Context, db DB, sql *pushStatements, topic string, stored []taskapi.Creation, states []int16) ([]int64, error) {
+func (r *Repository) copyIn(ctx context.Context, db DB, sql *pushStatements, topic string, rows taskRows) ([]int64, error) {
 	var sequences []int64
 	err := atomic(ctx, db, func(tx DB) error {
 		c, ok := tx.(copier)
 		if !ok {
 			var err error
-			sequences, err = r.appendRows(ctx, tx, sql, topic, stored, states)
+			sequences, err = r.appendRows(ctx, tx, sql, topic, rows)
 			return err
 		}
-		rows, _ := tx.Query(ctx, sql.pushSequences, topic, len(stored))
+		result, _ := tx.Query(ctx, sql.pushSequences, topic, rows.len())
 		var err error
-		if sequences, err = collectSequences(rows, len(stored)); err != nil || len(sequences) == 0 {
+		if sequences, err = collectSequences(result, rows.len()); err != nil || len(sequences) == 0 {
 			return err
 		}
 		slices.Sort(sequences)
-		_, err = c.CopyFrom(ctx, r.table, pushColumns, copySource(topic, sequences, stored, states))
+		_, err = c.CopyFrom(ctx, r.table, pushColumns, copySource(topic, sequences, rows))
 		return err
 	})
 	return sequences, err
 }
 
 // pushColumns are the columns that copyIn fills, in the order of copySource.
-var pushColumns = []string{"topic", "sequence", "identifier", "state", "reference", "input"}
+var pushColumns = []string{"topic", "sequence", "identifier", "state", "reference", "input", "not_before", "revivals"}
 
 // copySource returns the rows of the stored tasks for COPY, with empty
-// references and inputs as NULL.
-func copySource(topic string, sequences []int64, stored []taskapi.Creation, states []int16) pgx.CopyFromSource {
+// references and inputs, and invalid times, as NULL.
+func copySource(topic string, sequences []int64, rows taskRows) pgx.CopyFromSource {
 	row := make([]any, len(pushColumns))
 	i := 0
 	return pgx.CopyFromFunc(func() ([]any, error) {
-		if i == len(stored) {
+		if i == rows.len() {
 			return nil, nil
 		}
-		c := stored[i]
-		row[0], row[1], row[2], row[3], row[4], row[5] = topic, sequences[i], c.Identifier, states[i], nullIfEmpty(c.Reference), nullIfEmpty(c.Input)
+		row[0], row[1], row[2], row[3] = topic, sequences[i], rows.identifiers[i], rows.states[i]
+		row[4], row[5] = nullIfEmpty(rows.references[i]), nullIfEmpty(rows.inputs[i])
+		row[6], row[7] = rows.notBefore[i], rows.revivals[i]
 		i++
 		return row, nil
 	})

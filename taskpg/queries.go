@@ -27,12 +27,15 @@ const now = `(statement_timestamp() AT TIME ZONE 'utc')`
 // Push. The candidates are sorted by their place in the slice before nextval
 // runs (PostgreSQL evaluates volatile output expressions after the sort), so
 // sequences follow creation order. The topic check keeps an unknown topic from
-// failing the statement (no partition) and from using sequences.
+// failing the statement (no partition) and from using sequences. Every push
+// statement writes not_before (NULL for a task that is due at once) and
+// revivals (0 but for the new tasks of a revival).
 const pushInsert = `
-INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input)
-SELECT $1::text, nextval({sequence}), c.identifier, c.state, NULLIF(c.reference, ''), NULLIF(c.input, '')
-FROM unnest($2::text[], $3::smallint[], $4::text[], $5::text[])
-     WITH ORDINALITY AS c (identifier, state, reference, input, ordinal)
+INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input, not_before, revivals)
+SELECT $1::text, nextval({sequence}), c.identifier, c.state, NULLIF(c.reference, ''), NULLIF(c.input, ''),
+       c.not_before, c.revivals
+FROM unnest($2::text[], $3::smallint[], $4::text[], $5::text[], $6::timestamp[], $7::integer[])
+     WITH ORDINALITY AS c (identifier, state, reference, input, not_before, revivals, ordinal)
 WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
 ORDER BY c.ordinal
 RETURNING sequence`
@@ -41,8 +44,9 @@ RETURNING sequence`
 // transaction: scalar parameters spare the server the arrays, the ordinality
 // and the sort, about a tenth of the statement's cost.
 const pushOne = `
-INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input)
-SELECT $1::text, nextval({sequence}), $2::text, $3::smallint, NULLIF($4::text, ''), NULLIF($5::text, '')
+INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input, not_before, revivals)
+SELECT $1::text, nextval({sequence}), $2::text, $3::smallint, NULLIF($4::text, ''), NULLIF($5::text, ''),
+       $6::timestamp, $7::integer
 WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
 RETURNING sequence`
 
@@ -53,8 +57,8 @@ RETURNING sequence`
 // failure would abort the transaction, hence the explicit check of pushOne
 // there. Skipping it saves about 7% of the cost of a single push.
 const pushOneAlone = `
-INSERT INTO {schema}.task (topic, identifier, state, reference, input)
-VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::text, ''))
+INSERT INTO {schema}.task (topic, identifier, state, reference, input, not_before, revivals)
+VALUES ($1, $2, $3, NULLIF($4::text, ''), NULLIF($5::text, ''), $6::timestamp, $7::integer)
 RETURNING sequence`
 
 // Append in bulk draws the sequences of the new tasks in one statement, then
@@ -126,21 +130,45 @@ SELECT count(pg_advisory_xact_lock($1, k)) FROM (SELECT k FROM unnest($2::int4[]
 // package documentation tells how conditional polls are serialized. A poll
 // that took tasks records that its owner holds tasks in the topic
 // (task_hold), where Expire will look.
+//
+// The candidates come from two branches, each on an index of its own, so
+// that a poll never walks over the tasks that wait for their time, however
+// many: the tasks that were never deferred, in poll order (task_ready, whose
+// predicate the first branch matches exactly), and the deferred ones that
+// are due, up to now, by their times (task_deferred: the earliest first for
+// FIFO, the latest for LIFO). A locking sub-select may not be a branch of a
+// UNION itself, hence the SELECT * around each. Each branch locks up to $3
+// candidates; the update takes the first $3 of both in poll order. The rows
+// that a branch locked and the update did not take, $3 at most, stay locked
+// until the poll's transaction ends, and concurrent polls skip them (or wait
+// for them, WithExclusive) meanwhile: acceptable for so few rows.
 const (
 	pollTemplate = `
 WITH polled AS (
     UPDATE {schema}.task AS t SET state = 0, owner = $2
     WHERE t.topic = $1 AND t.ctid = ANY (ARRAY(
-        SELECT r.ctid FROM {schema}.task AS r
-        WHERE r.topic = $1 AND r.state = 1
-          AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
-        ORDER BY r.sequence {direction} LIMIT $3
-        FOR UPDATE OF r{skip}))
+        SELECT c.ctid FROM (
+            SELECT * FROM ({ready}) AS ready
+            UNION ALL
+            SELECT * FROM ({due}) AS due) AS c
+        ORDER BY c.sequence {direction} LIMIT $3))
     RETURNING t.sequence, t.identifier, coalesce(t.input, '') AS input),
 held AS (
     INSERT INTO {schema}.task_hold (owner, topic) SELECT $2, $1 WHERE EXISTS (SELECT FROM polled)
     ON CONFLICT DO NOTHING)
 SELECT sequence, identifier, input FROM polled`
+	// pollBranch is a branch of the candidates, {ready} or {due} of
+	// pollTemplate: {which} and {order} pick its tasks and their order.
+	pollBranch = `
+                SELECT r.ctid, r.sequence FROM {schema}.task AS r
+                WHERE r.topic = $1 AND r.state = 1 AND {which}
+                  AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
+                ORDER BY {order} LIMIT $3
+                FOR UPDATE OF r{skip}`
+	pollReady      = `r.not_before IS NULL`
+	pollReadyOrder = `r.sequence {direction}`
+	pollDue        = `r.not_before IS NOT NULL AND r.not_before <= {now}`
+	pollDueOrder   = `r.not_before {direction}, r.sequence {direction}`
 	// The conditions must probe the identifier index, task by task. With
 	// no statistics, or statistics taken while no task was Ready, the
 	// planner rather walked the whole ready index (or the active one) for
@@ -157,12 +185,12 @@ SELECT sequence, identifier, input FROM polled`
 	ownerExists = `SELECT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $1)`
 )
 
-// Complete, ReviveTasks and Reassign name tasks by ranges of sequences
-// ($2, $3). They lock the matching rows first (a locked row keeps its state
-// until the transaction ends) and write only when every named task matched:
-// all or nothing in one statement. Complete and Reassign take each task's new
-// state from its range. When not every task matched, faults names the ones
-// that did not.
+// Complete, Release, ReviveTasks, Reassign and Defer name tasks by ranges of
+// sequences ($2, $3). They lock the matching rows first (a locked row keeps
+// its state until the transaction ends) and write only when every named task
+// matched: all or nothing in one statement. Complete and Reassign take each
+// task's new state from its range. When not every task matched, faults
+// names the ones that did not.
 const (
 	lockedTasks = `
 locked AS MATERIALIZED (
@@ -199,12 +227,46 @@ moved AS (
     WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
       AND t.state <> r.state AND (SELECT count(*) FROM locked) = $5)
 SELECT count(*) FROM locked`
+	// Defer sets the time of Ready tasks ($4, NULL to clear it), which
+	// moves them between the two indexes that polls read.
+	deferTasks = `
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` +
+		lockedTasks + `
+UPDATE {schema}.task AS t SET not_before = $4::timestamp
+WHERE ` + ofLockedTasks + ` AND (SELECT count(*) FROM locked) = $5`
 	matchActive    = `state = 0 AND owner = $6`
 	matchRevivable = `state BETWEEN 2 AND 6`
+	matchReady     = `state = 1`
 	faults         = `
 SELECT s FROM unnest($2::bigint[]) AS s
 WHERE NOT EXISTS (SELECT FROM {schema}.task WHERE topic = $1 AND sequence = s AND {match})
 ORDER BY s`
+)
+
+// NextDue: the earliest time of the topic's deferred Ready tasks that are
+// not yet due, none when no task waits (or the topic has no partition).
+// The conditions match the predicate of task_deferred, whose second column
+// after the topic is the time, so that the statement reads the first entry
+// after now: one descent of the index, whatever the number of tasks that
+// wait. It is min(not_before) written as ORDER BY ... LIMIT 1: without
+// statistics the planner takes an aggregate of every entry after now for as
+// cheap as the first entry, and reads them all.
+const nextDue = `
+SELECT not_before FROM {schema}.task
+WHERE topic = $1 AND state = 1 AND not_before IS NOT NULL AND not_before > {now}
+ORDER BY not_before LIMIT 1`
+
+// Schedules (Mark and Advance) keep their marks in the task_schedule table. A
+// mark moves by compare-and-set: the first one is inserted unless the row
+// exists (scheduleStart), a later one replaces the mark that the caller read
+// (scheduleMove, $3). An UPDATE that waited for the row lock of a concurrent
+// one evaluates its WHERE again on the version that committed (READ
+// COMMITTED), so that of several advances from one mark one changes the row
+// and the others change nothing.
+const (
+	scheduleMark  = `SELECT mark FROM {schema}.task_schedule WHERE topic = $1 AND name = $2`
+	scheduleStart = `INSERT INTO {schema}.task_schedule (topic, name, mark) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
+	scheduleMove  = `UPDATE {schema}.task_schedule SET mark = $4 WHERE topic = $1 AND name = $2 AND mark = $3`
 )
 
 // Revivals.
@@ -216,8 +278,12 @@ WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
     WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4
     ORDER BY sequence LIMIT $5 FOR UPDATE{skip}))` + revivedColumns
 	revivedColumns = `
-RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference, '')`
-	revivalReset    = `state = 1, descent = GREATEST(t.state, t.descent), owner = NULL, output = NULL, completed = NULL`
+RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference, ''), t.revivals`
+	// A reset counts its revival on the row and makes the task due at once;
+	// a recreated row keeps its count (its successor gets one more, see
+	// revive) and its time.
+	revivalReset = `state = 1, descent = GREATEST(t.state, t.descent), owner = NULL, completed = NULL,
+    not_before = NULL, revivals = t.revivals + 1`
 	revivalRecreate = `state = 7, descent = GREATEST(t.state, t.descent)`
 	reassignAll     = `
 UPDATE {schema}.task
@@ -298,14 +364,18 @@ SELECT count(*) FROM gone`
 
 // Topics. Inserting and deleting a topic opens and closes its partition (a
 // trigger of the schema). The functions run with the rights of the role
-// that migrated, so that an application role may call them.
+// that migrated, so that an application role may call them. Destroy
+// deletes the topic's schedule marks (destroyMarks) before the topic, in
+// the order of a process that advances a mark and then pushes to the topic
+// (locking the topic's row), so that the two do not deadlock.
 const (
-	initialize = `INSERT INTO {schema}.task_topic (topic) VALUES ($1) ON CONFLICT DO NOTHING`
-	topics     = `SELECT topic FROM {schema}.task_topic`
-	destroy    = `DELETE FROM {schema}.task_topic WHERE topic = $1`
-	truncate   = `SELECT {schema}.task_truncate($1)`
-	analyze    = `SELECT {schema}.task_analyze($1::text[])`
-	purge      = `
+	initialize   = `INSERT INTO {schema}.task_topic (topic) VALUES ($1) ON CONFLICT DO NOTHING`
+	topics       = `SELECT topic FROM {schema}.task_topic`
+	destroyMarks = `DELETE FROM {schema}.task_schedule WHERE topic = $1`
+	destroy      = `DELETE FROM {schema}.task_topic WHERE topic = $1`
+	truncate     = `SELECT {schema}.task_truncate($1)`
+	analyze      = `SELECT {schema}.task_analyze($1::text[])`
+	purge        = `
 DELETE FROM {schema}.task
 WHERE topic = $1 AND sequence BETWEEN $2 AND $3 AND state = ANY ($4::smallint[])`
 	// Every task created at or before $2 in the given states.
@@ -317,7 +387,7 @@ DELETE FROM {schema}.task WHERE topic = $1 AND created <= $2::timestamp AND stat
 // the test away when it plans for the actual values.
 const (
 	infoColumns = `sequence, identifier, coalesce(input, ''), state, descent, coalesce(owner, ''),
-       coalesce(reference, ''), coalesce(output, ''), created, completed`
+       coalesce(reference, ''), coalesce(output, ''), created, completed, not_before, revivals`
 	page = `
 SELECT ` + infoColumns + ` FROM {schema}.task
 WHERE topic = $1 AND sequence {beyond} $2 AND state = ANY ($3::smallint[])
@@ -351,7 +421,9 @@ type queries struct {
 	pushOne, pushOneAlone, pushSequences           string
 	poll                                           [2][2]string // by Order, then unconditional / conditional
 	ownerExists, complete, release                 string
-	completeFaults, revivableFaults                string
+	completeFaults, revivableFaults, readyFaults   string
+	deferTasks, nextDue                            string
+	scheduleMark, scheduleStart, scheduleMove      string
 	reviveSpanReset, reviveSpanRecreate            string
 	reviveTasksReset, reviveTasksRecreate          string
 	reassign, reassignAll, join                    string
@@ -359,6 +431,7 @@ type queries struct {
 	silentHolds, ownHolds, expire, expireOwn       string
 	silentOwners, activeOwners, purgeOwners        string
 	initialize, topics, destroy, truncate, analyze string
+	destroyMarks                                   string
 	purge, purgeBefore, lookup, knownTopics        string
 	page                                           [2]string // by Direction
 	count                                          [2]string // by Snapshot
@@ -384,19 +457,28 @@ func newQueries(schema string, exclusive bool) queries {
 	q.push[taskapi.Supersede] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "1")
 	q.push[taskapi.Replace] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "6")
 	q.push[taskapi.Delete] = v(pushDelete+pushInsert, "{from}", "1", "{to}", "8")
+	branch := func(which, order string) string {
+		return strings.NewReplacer("{which}", which, "{order}", order).Replace(pollBranch)
+	}
+	poll := strings.NewReplacer("{ready}", branch(pollReady, pollReadyOrder),
+		"{due}", branch(pollDue, pollDueOrder)).Replace(pollTemplate)
 	for _, o := range []struct {
 		order              taskapi.Order
 		direction, earlier string
 	}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
 		singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
-		q.poll[o.order][0] = v(pollTemplate, "{condition}", "", "{direction}", o.direction)
-		q.poll[o.order][1] = v(pollTemplate, "{condition}", singular, "{direction}", o.direction)
+		q.poll[o.order][0] = v(poll, "{condition}", "", "{direction}", o.direction)
+		q.poll[o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction)
 	}
 	q.ownerExists = sub(ownerExists)
 	q.complete = v(complete, "{match}", matchActive)
 	q.release = v(release, "{match}", strings.ReplaceAll(matchActive, "$6", "$4"))
 	q.completeFaults = v(faults, "{match}", strings.ReplaceAll(matchActive, "$6", "$3"))
 	q.revivableFaults = v(faults, "{match}", matchRevivable)
+	q.readyFaults = v(faults, "{match}", matchReady)
+	q.deferTasks = v(deferTasks, "{match}", matchReady)
+	q.nextDue = sub(nextDue)
+	q.scheduleMark, q.scheduleStart, q.scheduleMove = sub(scheduleMark), sub(scheduleStart), sub(scheduleMove)
 	q.reviveSpanReset = v(reviveSpan, "{revival}", revivalReset)
 	q.reviveSpanRecreate = v(reviveSpan, "{revival}", revivalRecreate)
 	q.reviveTasksReset = v(reviveTasks, "{revival}", revivalReset, "{match}", matchRevivable)
@@ -407,6 +489,7 @@ func newQueries(schema string, exclusive bool) queries {
 	q.silentHolds, q.ownHolds, q.expire, q.expireOwn = sub(silentHolds), sub(ownHolds), sub(expire), sub(expireOwn)
 	q.silentOwners, q.activeOwners, q.purgeOwners = sub(silentOwners), sub(activeOwners), sub(purgeOwners)
 	q.initialize, q.topics, q.destroy, q.truncate, q.analyze = sub(initialize), sub(topics), sub(destroy), sub(truncate), sub(analyze)
+	q.destroyMarks = sub(destroyMarks)
 	q.purge, q.purgeBefore, q.lookup, q.knownTopics = sub(purge), sub(purgeBefore), sub(lookup), sub(knownTopics)
 	q.page[taskapi.Forward] = v(page, "{beyond}", ">", "{direction}", "ASC")
 	q.page[taskapi.Backward] = v(page, "{beyond}", "<", "{direction}", "DESC")

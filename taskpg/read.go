@@ -67,18 +67,23 @@ func (r *Repository) Lookup(ctx context.Context, db DB, topic string, sequence i
 
 func scanInfo(row pgx.CollectableRow) (taskapi.Info, error) {
 	var (
-		info           taskapi.Info
-		state, descent int16
-		completed      *time.Time
+		info                 taskapi.Info
+		state, descent       int16
+		completed, notBefore *time.Time
 	)
 	err := row.Scan(&info.Sequence, &info.Identifier, &info.Input, &state, &descent,
-		&info.Owner, &info.Reference, &info.Output, &info.Created, &completed)
+		&info.Owner, &info.Reference, &info.Output, &info.Created, &completed, &notBefore, &info.Revivals)
 	info.State, info.Descent = taskapi.State(state), taskapi.State(descent)
-	info.Created = utc(info.Created)
-	if completed != nil {
-		info.Completed = utc(*completed)
-	}
+	info.Created, info.Completed, info.NotBefore = utc(info.Created), utcOrZero(completed), utcOrZero(notBefore)
 	return info, err
+}
+
+// utcOrZero returns utc(*t), or the zero time for a NULL timestamp.
+func utcOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return utc(*t)
 }
 
 // utc returns the wall-clock reading of t, a timestamp column that stores UTC,

@@ -89,15 +89,18 @@ func givenOrder(position map[int64]int) func([]revived) ([]revived, error) {
 	}
 }
 
-// revived is a task that a revival statement changed.
+// revived is a task that a revival statement changed, with the count of
+// revivals on its row after the change.
 type revived struct {
 	taskapi.Task
 	reference string
+	revivals  int32
 }
 
 // revive runs query, which revives tasks and returns them, puts them in order
-// with arrange, and pushes their successors for the modes that push: all
-// inside a transaction of its own, since these are two statements.
+// with arrange, and pushes their successors for the modes that push, each
+// with one revival more than its predecessor and due at once: all inside a
+// transaction of its own, since these are two statements.
 func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, arrange func([]revived) ([]revived, error), query string, args ...any) ([]taskapi.Revival, error) {
 	insertion, pushes := how.Insertion()
 	if !pushes {
@@ -110,11 +113,12 @@ func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskap
 		if err != nil || len(old) == 0 {
 			return err
 		}
-		creations := make([]taskapi.Creation, len(old))
+		creations, counts := make([]taskapi.Creation, len(old)), make([]int32, len(old))
 		for i, t := range old {
 			creations[i] = taskapi.Creation{Identifier: t.Identifier, Input: t.Input, Reference: t.reference}
+			counts[i] = t.revivals + 1
 		}
-		current, err := r.insert(ctx, tx, topic, insertion, creations)
+		current, err := r.insert(ctx, tx, topic, insertion, creations, counts)
 		if err == nil {
 			revivals = pairs(old, current)
 		}
@@ -127,7 +131,7 @@ func queryRevived(ctx context.Context, db DB, arrange func([]revived) ([]revived
 	rows, _ := query(ctx, db, sql, args...)
 	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (revived, error) {
 		var t revived
-		err := row.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference)
+		err := row.Scan(&t.Sequence, &t.Identifier, &t.Input, &t.reference, &t.revivals)
 		return t, err
 	})
 	if err != nil {

@@ -16,11 +16,25 @@ func (r *Repository) Initialize(ctx context.Context, db DB, topic string) (bool,
 	return r.execTopic(ctx, db, r.q.initialize, "initialize topic %q", topic)
 }
 
-// Destroy drops topic with all its tasks, and reports whether it existed.
-// The schema's trigger empties the topic's partition and closes it to new
-// tasks; it stays attached, empty, until the topic is initialized again.
+// Destroy drops topic with all its tasks and the marks of its schedules,
+// and reports whether the topic existed. The schema's trigger empties the
+// topic's partition and closes it to new tasks; it stays attached, empty,
+// until the topic is initialized again. The marks go first, in the same
+// round trip and transaction (see destroyMarks).
 func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, error) {
-	return r.execTopic(ctx, db, r.q.destroy, "destroy topic %q", topic)
+	if err := check.Topic(topic); err != nil {
+		return false, wrapf(err, "destroy topic %q", topic)
+	}
+	var tag pgconn.CommandTag
+	_, err := retrying(ctx, db, func() (struct{}, error) {
+		return struct{}{}, pipeline(ctx, db,
+			step{sql: r.q.destroyMarks, args: []any{topic}},
+			step{sql: r.q.destroy, args: []any{topic}, tag: &tag})
+	})
+	if err != nil {
+		return false, wrapf(err, "destroy topic %q", topic)
+	}
+	return tag.RowsAffected() > 0, nil
 }
 
 func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic string) (bool, error) {

@@ -1,6 +1,10 @@
 package check
 
-import "github.com/taskrepo/taskrepo/taskapi"
+import (
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
 
 // The arguments of whole calls, checked in one place so that every
 // implementation rejects the same input with the same error.
@@ -12,6 +16,14 @@ func Poll(topic string, opts []taskapi.PollOption) (taskapi.Order, taskapi.Condi
 		err = Topic(topic)
 	}
 	return order, condition, err
+}
+
+// Defer checks the arguments of Defer other than the tasks.
+func Defer(topic string, until time.Time) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	return NotBefore(until)
 }
 
 // Revive checks the arguments of Revive.

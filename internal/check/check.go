@@ -60,7 +60,24 @@ func Creation(c taskapi.Creation) error {
 	if err := Reference(c.Reference); err != nil {
 		return err
 	}
+	if err := NotBefore(c.NotBefore); err != nil {
+		return err
+	}
 	return Text("input", c.Input)
+}
+
+// NotBefore checks that a time is zero or within the years every database
+// stores.
+func NotBefore(t time.Time) error { return storable("not-before time", t) }
+
+// storable checks that a time of kind is zero or within the years MinYear to
+// MaxYear, which every database stores.
+func storable(kind string, t time.Time) error {
+	if y := t.UTC().Year(); !t.IsZero() && (y < taskapi.MinYear || y > taskapi.MaxYear) {
+		return fmt.Errorf("%s %v lies outside the years %d to %d: %w",
+			kind, t, taskapi.MinYear, taskapi.MaxYear, taskapi.ErrInvalidArgument)
+	}
+	return nil
 }
 
 // Duration checks that a duration is not negative.

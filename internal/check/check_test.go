@@ -220,3 +220,42 @@ func TestCalls(t *testing.T) {
 		t.Errorf("Poll with an empty topic: %v", err)
 	}
 }
+
+func TestScheduleChecks(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC)
+	bad := map[string]error{
+		"Mark topic":                   check.Mark("", "s"),
+		"Mark name empty":              check.Mark("t", ""),
+		"Mark name over limit":         check.Mark("t", strings.Repeat("n", 501)),
+		"Mark name invalid UTF-8":      check.Mark("t", "a\xffb"),
+		"Mark name NUL":                check.Mark("t", "a\x00b"),
+		"Advance topic":                check.Advance(strings.Repeat("t", 251), "s", time.Time{}, at),
+		"Advance name":                 check.Advance("t", "", time.Time{}, at),
+		"Advance to zero":              check.Advance("t", "s", time.Time{}, time.Time{}),
+		"Advance to zero from set":     check.Advance("t", "s", at, time.Time{}),
+		"Advance to before from":       check.Advance("t", "s", at, at.Add(-time.Hour)),
+		"Advance to equal to from":     check.Advance("t", "s", at, at.In(time.FixedZone("east", 3600))),
+		"Advance within a microsecond": check.Advance("t", "s", at.Add(100), at.Add(900)),
+		"Advance from before MinYear":  check.Advance("t", "s", time.Date(999, 12, 31, 0, 0, 0, 0, time.UTC), at),
+		"Advance to after MaxYear":     check.Advance("t", "s", at, time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)),
+		"Advance to before MinYear":    check.Advance("t", "s", time.Time{}, time.Date(999, 1, 1, 0, 0, 0, 0, time.UTC)),
+	}
+	for name, err := range bad {
+		if !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("%s: error = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	good := map[string]error{
+		"Mark":                         check.Mark("t", strings.Repeat("é", 250)),
+		"Advance from zero":            check.Advance("t", "s", time.Time{}, at),
+		"Advance by a microsecond":     check.Advance("t", "s", at, at.Add(time.Microsecond)),
+		"Advance across time zones":    check.Advance("t", "s", at.In(time.FixedZone("west", -7200)), at.Add(time.Second)),
+		"Advance at the years' bounds": check.Advance("t", "s", time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)),
+	}
+	for name, err := range good {
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -274,7 +274,8 @@ func ppcWantTime(t *testing.T, what string, tm time.Time) {
 func ppcSameInfo(a, b taskapi.Info) bool {
 	return a.Task == b.Task && a.State == b.State && a.Descent == b.Descent &&
 		a.Owner == b.Owner && a.Reference == b.Reference && a.Output == b.Output &&
-		a.Created.Equal(b.Created) && a.Completed.Equal(b.Completed)
+		a.Created.Equal(b.Created) && a.Completed.Equal(b.Completed) &&
+		a.NotBefore.Equal(b.NotBefore) && a.Revivals == b.Revivals
 }
 
 // ppcFormat renders an Info for failure messages.
@@ -284,6 +285,7 @@ func ppcFormat(i taskapi.Info) string {
 		"state=" + i.State.String(), "descent=" + i.Descent.String(), "owner=" + i.Owner,
 		"ref=" + i.Reference, "output=" + ppcShort(i.Output),
 		"created=" + i.Created.Format(time.RFC3339Nano), "completed=" + i.Completed.Format(time.RFC3339Nano),
+		"notbefore=" + i.NotBefore.Format(time.RFC3339Nano), "revivals=" + strconv.Itoa(i.Revivals),
 	}, " ")
 }
 

@@ -83,6 +83,13 @@ func testRaces[Tx any](t *testing.T, b Backend[Tx]) {
 				if err != nil {
 					return err
 				}
+				if len(tasks) == 0 {
+					// Every free identifier is held: wait a moment, as a
+					// consumer pauses, rather than spin on the write lock
+					// (a poll takes it on SQLite) while the holders complete.
+					time.Sleep(time.Millisecond)
+					continue
+				}
 				mu.Lock()
 				for _, task := range tasks {
 					if holder, held := holders[task.Identifier]; held {
@@ -331,20 +338,20 @@ func (r *race[Tx]) run(fn func(g int, repo taskapi.Repository[Tx]) error) {
 	wg.Wait()
 }
 
-// inTx runs fn in a transaction, and again while it fails with
-// ErrConflict, which is what a caller does: the database aborted the
-// transaction to resolve a deadlock.
+// inTx runs fn in a transaction, and again while it, or the begin or the
+// commit, fails with ErrConflict, which is what a caller does: the database
+// aborted the transaction to resolve a deadlock, or (SQLite) another
+// connection held the write lock for longer than busy_timeout.
 func (r *race[Tx]) inTx(fn func(tx Tx) error) error {
 	for {
 		tx, end, err := r.e.b.Begin(r.ctx, r.db)
-		if err != nil {
-			return err
-		}
-		err = fn(tx)
 		if err == nil {
-			err = end(true)
-		} else {
-			_ = end(false)
+			err = fn(tx)
+			if err == nil {
+				err = end(true)
+			} else {
+				_ = end(false)
+			}
 		}
 		if !errors.Is(err, taskapi.ErrConflict) || r.ctx.Err() != nil {
 			return err

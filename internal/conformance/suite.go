@@ -4,8 +4,9 @@
 // Backend that opens fresh databases and builds repositories.
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
-// owners, read, purge, input, atomicity, clock, races, promises). Every case
-// runs in parallel on a database of its own.
+// owners, read, purge, input, atomicity, clock, races, promises, fleet,
+// deferred, schedule; the last holds NextDue too, which tells a runtime when
+// to poll next). Every case runs in parallel on a database of its own.
 package conformance
 
 import (
@@ -25,7 +26,10 @@ type Backend[Tx any] struct {
 	// New returns a repository for owner, which need not be registered.
 	New func(owner string) (taskapi.Repository[Tx], error)
 	// Begin starts a transaction on db and returns it with a function that
-	// ends it: commit when true, roll back when false.
+	// ends it: commit when true, roll back when false. A begin or commit
+	// that the database refuses for a concurrent transaction fails with
+	// taskapi.ErrConflict in the chain, as taskpg's and taskansi's Transact
+	// report it.
 	Begin func(ctx context.Context, db Tx) (Tx, func(commit bool) error, error)
 	// SingleWriter says that the database runs one writing transaction at
 	// a time, as SQLite does: a write waits for any open writing
@@ -55,4 +59,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Races", func(t *testing.T) { testRaces(t, b) })
 	t.Run("Promises", func(t *testing.T) { testPromises(t, b) })
 	t.Run("Fleet", func(t *testing.T) { testFleet(t, b) })
+	t.Run("Deferred", func(t *testing.T) { testDeferred(t, b) })
+	t.Run("NextDue", func(t *testing.T) { testNextDue(t, b) })
+	t.Run("Schedules", func(t *testing.T) { testSchedules(t, b) })
 }

@@ -1,0 +1,32 @@
+package testdb
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ExplainPrefix runs a statement under PostgreSQL's EXPLAIN with the
+// measures that Pages reads.
+const ExplainPrefix = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "
+
+// Pages reads the output of a statement run with ExplainPrefix: how many
+// rows its top node returned and how many pages it touched in shared
+// buffers, hit or read. The plan tests of taskpg and taskansi count pages
+// with it to prove that a statement stays on its indexes.
+func Pages(plan []byte) (rows, pages int64, err error) {
+	var plans []struct {
+		Plan struct {
+			Rows int64 `json:"Actual Rows"`
+			Hit  int64 `json:"Shared Hit Blocks"`
+			Read int64 `json:"Shared Read Blocks"`
+		}
+	}
+	if err := json.Unmarshal(plan, &plans); err != nil {
+		return 0, 0, fmt.Errorf("read a plan: %w", err)
+	}
+	if len(plans) != 1 {
+		return 0, 0, fmt.Errorf("read a plan: %d plans, want one", len(plans))
+	}
+	p := plans[0].Plan
+	return p.Rows, p.Hit + p.Read, nil
+}
