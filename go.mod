@@ -3,6 +3,7 @@ module github.com/taskrepo/taskrepo
 go 1.26.0
 
 require (
+	github.com/adhocore/gronx v1.20.4
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pressly/goose/v3 v3.29.0

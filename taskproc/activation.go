@@ -73,9 +73,11 @@ func (c *Client[Tx]) apply(ctx context.Context, topics []string, managers map[st
 		return nil
 	}
 	var stored map[string]taskapi.Activation
-	err := c.transact(ctx, func(tx Tx) (err error) {
-		stored, err = activator.Activations(ctx, tx)
-		return err
+	err := retryConflicts(ctx, func() error {
+		return c.transact(ctx, func(tx Tx) (err error) {
+			stored, err = activator.Activations(ctx, tx)
+			return err
+		})
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +37,8 @@ type Batch struct {
 	// live are the tasks that the current attempt of a completion writes:
 	// the batch's, but those another owner took meanwhile; nil for all.
 	live []taskapi.Task
+	// marked are the tasks to retry or snooze instead of deciding them.
+	marked sync.Map // taskapi.Task → afterwards
 }
 
 // The states of a batch.
@@ -107,6 +110,49 @@ func (b *Batch) Fail(cause error) error {
 // been polled: they were interrupted, not processed.
 func (b *Batch) Release() error {
 	return b.settle(func() error { return b.settler.release(b) })
+}
+
+// Retry marks the run of task as failed transiently with cause, as a
+// TaskFunc does by returning Transient(cause): when the batch is completed,
+// task is retried (see RetryPolicy) whatever its decision. It returns an
+// ErrInvalidArgument for a task that is not in the batch or a nil cause,
+// and ErrSettled once the batch is settled.
+func (b *Batch) Retry(task taskapi.Task, cause error) error {
+	if cause == nil {
+		return fmt.Errorf("taskproc: retry task %d without a cause: %w", task.Sequence, taskapi.ErrInvalidArgument)
+	}
+	return b.mark(task, afterwards{cause: cause})
+}
+
+// Snooze marks task to be given back as Ready, due d from now, when the
+// batch is completed, whatever its decision, as a TaskFunc does by
+// returning Snooze(d). It returns an ErrInvalidArgument for a task that is
+// not in the batch, and ErrSettled once the batch is settled.
+func (b *Batch) Snooze(task taskapi.Task, d time.Duration) error {
+	return b.mark(task, afterwards{after: max(d, 0)})
+}
+
+// mark records what becomes of task.
+func (b *Batch) mark(task taskapi.Task, a afterwards) error {
+	if !slices.Contains(b.tasks, task) {
+		return notInBatch(task)
+	}
+	if b.state.Load() != pending {
+		return fmt.Errorf("%w: mark task %d of topic %q", ErrSettled, task.Sequence, b.topic)
+	}
+	b.marked.Store(task, a)
+	return nil
+}
+
+// markedTasks returns the marked tasks among tasks.
+func (b *Batch) markedTasks(tasks []taskapi.Task) map[taskapi.Task]afterwards {
+	marked := map[taskapi.Task]afterwards{}
+	for _, task := range tasks {
+		if a, ok := b.marked.Load(task); ok {
+			marked[task] = a.(afterwards)
+		}
+	}
+	return marked
 }
 
 // settle runs do unless the batch was settled, and marks it settled.

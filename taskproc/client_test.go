@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,35 @@ func clientCases[Tx any](all map[string]suiteCase[Tx]) {
 			}
 			return n == 20
 		})
+	}
+
+	all["StartGoesThroughTransactionsRefusedForAConflict"] = func(t *testing.T, e *env[Tx]) {
+		// Processes that start at once contend for SQLite's write lock: a
+		// begin can fail with BUSY despite busy_timeout. Start tries again.
+		fresh, err := e.b.newRepo("contended")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refused atomic.Int32
+		transact := func(ctx context.Context, fn func(tx Tx) error) error {
+			if refused.Add(1) <= 3 {
+				return fmt.Errorf("begin: %w", taskapi.ErrConflict)
+			}
+			return e.transact(ctx, fn)
+		}
+		c, err := taskproc.New(fresh, transact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stopWithin(t, c.Stop) })
+		e.push(ids(5, 5)...)
+		handle(t, c, topic, taskproc.Sequential(succeed))
+		e.start(c)
+		e.allIn(5, taskapi.Succeeded)
+		owners, err := e.repo.Owners(e.ctx, e.db, time.Hour)
+		if err != nil || !slices.Contains(owners, "contended") {
+			t.Errorf("Owners = %v, %v; want the Client's owner registered", owners, err)
+		}
 	}
 
 	all["HandleRefusesATopicTwiceBadOptionsAndARunningClient"] = func(t *testing.T, e *env[Tx]) {

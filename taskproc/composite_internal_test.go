@@ -72,6 +72,20 @@ func (compRepo) Count(context.Context, compTx, taskapi.Snapshot, taskapi.Countin
 func (compRepo) Page(context.Context, compTx, string, taskapi.Listing, int64, int, taskapi.Direction) ([]taskapi.Info, error) {
 	return nil, nil
 }
+func (compRepo) Lookup(context.Context, compTx, string, int64) (taskapi.Info, bool, error) {
+	return taskapi.Info{}, false, nil
+}
+func (compRepo) ReviveTasks(context.Context, compTx, string, taskapi.Revivification, ...taskapi.Task) ([]taskapi.Revival, error) {
+	return nil, nil
+}
+func (compRepo) Defer(context.Context, compTx, string, time.Time, ...taskapi.Task) error { return nil }
+func (compRepo) NextDue(context.Context, compTx, string) (time.Time, error)              { return time.Time{}, nil }
+func (compRepo) Mark(context.Context, compTx, string, string) (time.Time, error) {
+	return time.Time{}, nil
+}
+func (compRepo) Advance(context.Context, compTx, string, string, time.Time, time.Time) (bool, error) {
+	return false, nil
+}
 
 var _ Repository[compTx] = compRepo{}
 

@@ -38,21 +38,27 @@ func (k *control[Tx]) halt() {
 
 // listen runs the Notifier until stop.
 func (k *control[Tx]) listen(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := untilClosed(ctx, k.stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-k.stop:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
 	w := newWaker(k.c.Resume, k.c.s.window)
 	defer w.stop()
 	lost := func(err error) { k.c.s.notify(Event{Kind: EventNotifierLost, Err: err}) }
 	if err := k.c.s.notifier.Listen(ctx, w.wake, k.activated, lost); err != nil && ctx.Err() == nil {
 		lost(err)
 	}
+}
+
+// untilClosed returns a context that ends with ctx or when stop closes.
+func untilClosed(ctx context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-stop:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, cancel
 }
 
 // activated asks for the activations of topics (all for none) to be read.

@@ -36,6 +36,16 @@
 // concurrently where they do not, and finishes with contexts that run in the
 // completing transaction and may push follow-up tasks and junctions.
 //
+// # Retries, snoozes, deferred and periodic tasks
+//
+// A TaskFunc that returns Transient(err) ends its run, and the task comes
+// back in its place after the RetryPolicy's backoff (WithRetry), until its
+// attempts run out; its output logs every attempt (Attempts reads it).
+// Snooze(d) gives the task back for d without counting an attempt. An idle
+// loop wakes when the next deferred task of its topic is due. A Schedule
+// (WithSchedule) pushes one task per period, fixed or cron, exactly once
+// per period however many processes run it.
+//
 // # Limiters
 //
 // Unlimited, Bounded (shared across topics), Prioritizing (by priority, FIFO

@@ -32,6 +32,8 @@ func suite[Tx any](t *testing.T, b backend[Tx]) {
 	handlerCases(all)
 	clientCases(all)
 	fleetCases(all)
+	retryCases(all)
+	scheduleCases(all)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

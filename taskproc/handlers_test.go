@@ -135,7 +135,6 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		if err := e.b.exec(e.ctx, e.db, "CREATE TABLE "+e.b.mine+" (x integer)"); err != nil {
 			t.Fatal(err)
 		}
-		parents := e.push("good", "bad")
 		steps := taskproc.NewComposite[Tx]().
 			Each("judge", func(ctx context.Context, task taskapi.Task, s *taskproc.Supplement) (taskproc.Outcome, error) {
 				if task.Identifier == "bad" {
@@ -165,6 +164,9 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		events := &recorder{}
 		handle(t, c, other, taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithListener(events))
 		e.start(c)
+		e.eventually("the follow-up topic idle", func() bool { return len(events.of(taskproc.EventEmpty)) > 0 })
+		parents := e.push("good", "bad")
+		c.Resume(topic)
 		e.eventually("the follow-up done", func() bool {
 			infos := e.infos(other)
 			return len(infos) == 1 && infos[0].State == taskapi.Succeeded

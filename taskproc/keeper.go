@@ -56,12 +56,15 @@ func (k *keeper[Tx]) owner() Repository[Tx] {
 	return k.repo
 }
 
-// register registers the current owner at start.
+// register registers the current owner at start, again after a conflict
+// (on SQLite, the processes starting at once contend for the write lock).
 func (k *keeper[Tx]) register(ctx context.Context) error {
 	repo := k.owner()
-	err := k.c.transact(ctx, func(tx Tx) error {
-		_, err := repo.Register(ctx, tx)
-		return err
+	err := retryConflicts(ctx, func() error {
+		return k.c.transact(ctx, func(tx Tx) error {
+			_, err := repo.Register(ctx, tx)
+			return err
+		})
 	})
 	if err == nil {
 		k.mu.Lock()
@@ -73,6 +76,8 @@ func (k *keeper[Tx]) register(ctx context.Context) error {
 
 // run beats every heartbeat interval until stop is closed or ctx ends.
 func (k *keeper[Tx]) run(ctx context.Context, stop <-chan struct{}) {
+	ctx, cancel := untilClosed(ctx, stop) // a heartbeat may wait long
+	defer cancel()
 	ticker := time.NewTicker(k.s.heartbeat)
 	defer ticker.Stop()
 	for {
@@ -90,14 +95,14 @@ func (k *keeper[Tx]) run(ctx context.Context, stop <-chan struct{}) {
 // beat is one round: recover when fenced, else heartbeat, and maintenance
 // when the heartbeat went through, or fencing when it has failed too long.
 func (k *keeper[Tx]) beat(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, k.s.heartbeat)
-	defer cancel()
 	if k.isFenced() {
+		ctx, cancel := context.WithTimeout(ctx, k.s.heartbeat)
+		defer cancel()
 		k.recover(ctx)
 		return
 	}
 	repo := k.owner()
-	if err := k.c.transact(ctx, func(tx Tx) error { return repo.Heartbeat(ctx, tx) }); err != nil {
+	if err := k.heartbeat(ctx, repo); err != nil {
 		k.s.notify(Event{Kind: EventHeartbeatFailed, Owner: repo.Owner(), Err: err})
 		if k.s.expiry > 0 && time.Since(k.lastConfirmed()) > k.s.expiry {
 			k.fence(repo, err)
@@ -107,7 +112,38 @@ func (k *keeper[Tx]) beat(ctx context.Context) {
 	k.mu.Lock()
 	k.confirmed = time.Now()
 	k.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, k.s.heartbeat)
+	defer cancel()
 	k.maintain(ctx, repo)
+}
+
+// heartbeat sends repo's heartbeat, trying again after conflicts until
+// heartbeatDeadline.
+func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) error {
+	ctx, cancel := context.WithDeadline(ctx, k.heartbeatDeadline())
+	defer cancel()
+	return retryConflicts(ctx, func() error {
+		return k.c.transact(ctx, func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
+	})
+}
+
+// heartbeatDeadline is how long a heartbeat may try: one interval, or, with
+// an expiry, until the owner would fence itself. A heartbeat that waits for
+// a busy database (SQLite's one writer under load) thus goes on waiting for
+// its turn instead of giving up after every interval.
+func (k *keeper[Tx]) heartbeatDeadline() time.Time {
+	deadline := time.Now().Add(k.s.heartbeat)
+	if k.s.expiry > 0 {
+		deadline = later(deadline, k.lastConfirmed().Add(k.s.expiry))
+	}
+	return deadline
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func (k *keeper[Tx]) isFenced() bool {

@@ -61,6 +61,11 @@ const (
 	EventNotifierLost
 	// EventReconcileFailed: reading the activations failed with Err.
 	EventReconcileFailed
+	// EventScheduled: a Schedule pushed the tasks (Tasks) of its periods.
+	EventScheduled
+	// EventScheduleFailed: a Schedule's push failed with Err; it tries
+	// again soon.
+	EventScheduleFailed
 )
 
 var eventNames = map[EventKind]string{
@@ -71,6 +76,7 @@ var eventNames = map[EventKind]string{
 	EventFenced: "owner fenced", EventRecovered: "owner recovered", EventMaintenanceFailed: "maintenance failed",
 	EventActivated: "topic activation changed", EventLeading: "leading", EventConceded: "conceded",
 	EventNotifierLost: "notifier lost", EventReconcileFailed: "reconciliation failed",
+	EventScheduled: "periods pushed", EventScheduleFailed: "schedule failed",
 }
 
 // String returns the name of k.
@@ -132,7 +138,7 @@ func (s settings) log(e Event) {
 	level := slog.LevelDebug
 	switch e.Kind {
 	case EventFailed, EventPollFailed, EventHeartbeatFailed, EventMaintenanceFailed, EventAbandoned,
-		EventNotifierLost, EventReconcileFailed:
+		EventNotifierLost, EventReconcileFailed, EventScheduleFailed:
 		level = slog.LevelWarn
 	case EventFatal, EventFenced:
 		level = slog.LevelError

@@ -78,7 +78,7 @@ func (m *Manager[Tx]) handOver(r *run, wake chan struct{}, tasks []taskapi.Task,
 	if len(tasks) == 0 {
 		slot()
 		m.s.notify(Event{Kind: EventEmpty, Topic: m.topic})
-		m.wait(r, wake, m.s.pause)
+		m.wait(r, wake, m.due.wait(time.Now(), m.s.pause))
 		return
 	}
 	m.dispatch(r, m.newBatch(r, tasks, slot))
@@ -96,21 +96,37 @@ func (m *Manager[Tx]) wait(r *run, wake chan struct{}, d time.Duration) {
 	select {
 	case <-r.loopCtx.Done():
 	case <-wake:
+		m.due.touch()
 		m.s.notify(Event{Kind: EventWoken, Topic: m.topic})
 	case <-timeout:
 	}
 }
 
-// poll polls a batch in a transaction of its own.
+// poll polls a batch in a transaction of its own, which first reads when
+// the next deferred task is due, if that may have changed (see dueWatch).
 func (m *Manager[Tx]) poll(ctx context.Context) ([]taskapi.Task, error) {
 	repo := m.repository()
 	var tasks []taskapi.Task
+	var next time.Time
+	now := time.Now()
+	wanted := m.due.wanted(now)
 	err := m.transact(ctx, func(tx Tx) (err error) {
+		// NextDue before the poll: a task that becomes due in between is
+		// then either polled or waited for, never missed.
+		if wanted {
+			if next, err = repo.NextDue(ctx, tx, m.topic); err != nil {
+				return err
+			}
+		}
 		tasks, err = repo.Poll(ctx, tx, m.topic, m.s.size, m.s.order, m.s.condition)
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	m.due.polled(len(tasks) == 0)
+	if wanted {
+		m.due.set(now, next)
 	}
 	return tasks, nil
 }

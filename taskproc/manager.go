@@ -42,6 +42,8 @@ type Manager[Tx any] struct {
 	holds      atomic.Int32 // why the loop claims nothing: a bit per reason (see hold)
 	activation atomic.Int32 // the topic's taskapi.Activation
 	stats      counters
+	due        *dueWatch
+	schedules  []schedule
 
 	mu        sync.Mutex
 	run       *run // the current run; nil while stopped
@@ -67,6 +69,7 @@ type run struct {
 	elected <-chan struct{} // closed when the leadership has conceded; nil without one
 	// Under the Manager's mu:
 	loops       int // loop goroutines that have not returned
+	schedules   int // schedule goroutines that have not returned
 	inHandler   int // loop goroutines inside the handler
 	batches     map[*Batch]struct{}
 	stopping    bool
@@ -85,10 +88,15 @@ func NewManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string
 	if err == nil && (repo == nil || transact == nil || handler == nil) {
 		err = fmt.Errorf("a repository, a transaction function and a handler are required: %w", taskapi.ErrInvalidArgument)
 	}
+	var schedules []schedule
+	if err == nil {
+		schedules, err = schedulesOf(s.schedules)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
 	}
-	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, s: s, changed: make(chan struct{})}
+	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, s: s, changed: make(chan struct{}),
+		due: newDueWatch(s), schedules: schedules}
 	m.repo.Store(&repoBox[Tx]{repo})
 	return m, nil
 }
@@ -140,6 +148,10 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 		wake := make(chan struct{}, 1)
 		r.wakes = append(r.wakes, wake)
 		go m.loop(r, wake)
+	}
+	r.schedules = len(m.schedules)
+	for _, s := range m.schedules {
+		go m.runSchedule(r, s)
 	}
 	return nil
 }
@@ -213,7 +225,7 @@ func (m *Manager[Tx]) shutdown(r *run) {
 			errs = append(errs, fmt.Errorf("taskproc: stop the handler of %q: %w", m.topic, err))
 		}
 	}
-	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && len(r.batches) == 0 }) != nil {
+	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && r.schedules == 0 && len(r.batches) == 0 }) != nil {
 		m.interrupt(r)
 	}
 	if r.elected != nil {
@@ -257,7 +269,7 @@ func (m *Manager[Tx]) interrupt(r *run) {
 	// what they do then is bounded by cleanupTimeout.
 	last, cancel := context.WithTimeout(context.Background(), 2*cleanupTimeout)
 	defer cancel()
-	_ = m.waitFor(last, func() bool { return len(r.batches) == 0 && r.loops == r.inHandler })
+	_ = m.waitFor(last, func() bool { return len(r.batches) == 0 && r.loops == r.inHandler && r.schedules == 0 })
 }
 
 // inFlight returns the unsettled batches of r.

@@ -35,6 +35,9 @@ type settings struct {
 	leadership time.Duration
 	onLead     func(ctx context.Context, term taskapi.Term)
 	resume     func(topics ...string) // wakes local managers after follow-up pushes
+	retry      RetryPolicy
+	now        func() time.Time
+	schedules  []Schedule
 }
 
 // Defaults of the options.
@@ -54,6 +57,7 @@ func defaults() settings {
 		size: DefaultSize, pause: DefaultPause, limiter: Unlimited(),
 		grace: DefaultGrace, heartbeat: DefaultHeartbeat, pollers: 1,
 		expiry: DefaultExpiry, purge: DefaultPurge, reconcile: DefaultReconcile, window: DefaultWakeGap,
+		retry: DefaultRetryPolicy(), now: time.Now,
 	}
 }
 

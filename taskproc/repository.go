@@ -25,6 +25,14 @@ type Repository[Tx any] interface {
 	Expire(ctx context.Context, tx Tx, after time.Duration) (int64, error)
 	taskapi.Reviver[Tx]
 	PurgeOwners(ctx context.Context, tx Tx, after time.Duration) (int64, error)
+	// Lookup, ReviveTasks and Defer serve retries and snoozes (see
+	// RetryPolicy), NextDue the wake-up for deferred tasks.
+	Lookup(ctx context.Context, tx Tx, topic string, sequence int64) (taskapi.Info, bool, error)
+	ReviveTasks(ctx context.Context, tx Tx, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error)
+	Defer(ctx context.Context, tx Tx, topic string, until time.Time, tasks ...taskapi.Task) error
+	NextDue(ctx context.Context, tx Tx, topic string) (time.Time, error)
+	// Mark and Advance serve Schedules.
+	taskapi.Scheduler[Tx]
 	// Count and Page serve Manager.Gauge.
 	Count(ctx context.Context, tx Tx, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error)
 	Page(ctx context.Context, tx Tx, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,17 +12,9 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// Bounds of the writes that settle a batch.
-const (
-	// maxAttempts is how often a settlement is tried: again after a
-	// conflict (waiting a random time below retryBackoff, doubled each
-	// time), or without the tasks that became another owner's.
-	maxAttempts  = 5
-	retryBackoff = 5 * time.Millisecond
-	// cleanupTimeout bounds a failure or a release that runs once the
-	// batch's context has ended (at stop) or its completion failed.
-	cleanupTimeout = 10 * time.Second
-)
+// cleanupTimeout bounds a failure or a release that runs once the batch's
+// context has ended (at stop) or its completion failed.
+const cleanupTimeout = 10 * time.Second
 
 // noDecision is the output of a task that its completion did not decide.
 const noDecision = "taskproc: no decision for the task"
@@ -57,10 +48,19 @@ func (s *batchSettler[Tx]) complete(b *Batch, completion any) error {
 		if err != nil {
 			return err
 		}
-		decided = decisionsOf(completions)
-		return s.repo.Complete(ctx, tx, b.topic, completions...)
+		marked := b.markedTasks(tasks)
+		completions = slices.DeleteFunc(completions, func(c taskapi.Completion) bool { _, ok := marked[c.Task]; return ok })
+		if err := s.repo.Complete(ctx, tx, b.topic, completions...); err != nil {
+			return err
+		}
+		retried, err := s.later(ctx, tx, b.topic, marked)
+		decided = decisionsOf(append(completions, retried...))
+		return err
 	})
 	if err == nil {
+		if len(b.markedTasks(written)) > 0 {
+			s.m.due.touch() // retried or snoozed: the next due time may be theirs
+		}
 		s.finish(b, "completed", Event{Kind: EventCompleted, Tasks: written, Decisions: decided})
 		s.m.resume(b.after)
 		return nil
@@ -72,8 +72,15 @@ func (s *batchSettler[Tx]) complete(b *Batch, completion any) error {
 	return errors.Join(err, s.failTasks(b, written, err))
 }
 
-// fail completes the batch's tasks with Failure.
+// fail completes the batch's tasks with Failure, or retries or snoozes
+// them when cause says so.
 func (s *batchSettler[Tx]) fail(b *Batch, cause error) error {
+	if a, ok := afterwardsOf(cause); ok {
+		for _, task := range b.tasks {
+			b.marked.Store(task, a)
+		}
+		return s.complete(b, func(context.Context) (Decisions, error) { return nil, nil })
+	}
 	return s.failTasks(b, b.tasks, cause)
 }
 
@@ -129,7 +136,7 @@ func (s *batchSettler[Tx]) releaseTasks(b *Batch, tasks []taskapi.Task) error {
 // again without the tasks that a StateError names (they are another
 // owner's now), maxAttempts times at most. It returns the tasks it wrote.
 func (s *batchSettler[Tx]) attempt(ctx context.Context, tasks []taskapi.Task, write func(ctx context.Context, tx Tx, tasks []taskapi.Task) error) ([]taskapi.Task, error) {
-	backoff := retryBackoff
+	b := newBackoff()
 	for attempt := 1; ; attempt++ {
 		if len(tasks) == 0 {
 			return nil, nil
@@ -147,23 +154,10 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, tasks []taskapi.Task, wr
 		case !errors.Is(err, taskapi.ErrConflict):
 			return tasks, err
 		default:
-			if sleep(ctx, rand.N(backoff)) != nil {
+			if b.wait(ctx) != nil {
 				return tasks, err
 			}
-			backoff *= 2
 		}
-	}
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

@@ -17,7 +17,7 @@ func Sequential(fn TaskFunc) Handler {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			decisions[task] = decisionOf(decide(ctx, fn, task))
+			decisions[task] = b.decide(ctx, fn, task)
 		}
 		return b.Complete(decisions)
 	})
@@ -45,7 +45,7 @@ func Parallel(n int, fn TaskFunc) Handler {
 						if ctx.Err() != nil {
 							break
 						}
-						d := decisionOf(decide(ctx, fn, task))
+						d := b.decide(ctx, fn, task)
 						mu.Lock()
 						decisions[task] = d
 						mu.Unlock()
@@ -63,6 +63,16 @@ func Parallel(n int, fn TaskFunc) Handler {
 		}
 		return b.Complete(decisions)
 	})
+}
+
+// decide decides task with fn, and marks it for a retry or a snooze when
+// fn's error asks for one.
+func (b *Batch) decide(ctx context.Context, fn TaskFunc, task taskapi.Task) taskapi.Decision {
+	d, err := decide(ctx, fn, task)
+	if a, ok := afterwardsOf(err); ok {
+		b.marked.Store(task, a)
+	}
+	return decisionOf(d, err)
 }
 
 // byIdentifier groups tasks by identifier, each group in ascending sequence,

@@ -13,6 +13,7 @@ require (
 )
 
 require (
+	github.com/adhocore/gronx v1.20.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect

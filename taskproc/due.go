@@ -1,0 +1,78 @@
+package taskproc
+
+import (
+	"sync"
+	"time"
+)
+
+// dueFloor is the shortest wait for a due time.
+const dueFloor = 2 * time.Millisecond
+
+// dueWatch knows when the earliest deferred task of a Manager's topic
+// becomes due, so that the loop, idle otherwise, polls then rather than
+// after its pause. A poll's transaction reads NextDue first, but only when
+// something may have deferred a task since the last read: this process
+// retried or snoozed one, a wake-up came (a push, perhaps of a deferred
+// task), the due time read before has passed, or the recheck interval
+// (a Defer elsewhere wakes nobody). Without a Notifier nothing wakes the
+// loop, so every poll after an empty one reads it. A busy loop thus reads
+// it only after its own retries, and an idle process with wake-ups once
+// per recheck.
+type dueWatch struct {
+	mu      sync.Mutex
+	at      time.Time // when the earliest deferred task is due; zero for none
+	read    time.Time // when NextDue was last read
+	stale   bool      // something happened since that read
+	recheck time.Duration
+	always  bool // no Notifier
+	idle    bool // the last poll found nothing
+}
+
+func newDueWatch(s settings) *dueWatch {
+	return &dueWatch{stale: true, recheck: max(s.reconcile, s.pause), always: s.notifier == nil}
+}
+
+// touch tells that a task may have been deferred.
+func (w *dueWatch) touch() {
+	w.mu.Lock()
+	w.stale = true
+	w.mu.Unlock()
+}
+
+// wanted reports whether an empty poll at now should read NextDue.
+func (w *dueWatch) wanted(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return (w.always && w.idle) || w.stale || now.Sub(w.read) >= w.recheck
+}
+
+// polled records whether a poll found nothing.
+func (w *dueWatch) polled(empty bool) {
+	w.mu.Lock()
+	w.idle = empty
+	w.mu.Unlock()
+}
+
+// set records what NextDue said at now: the next due time, zero for
+// nothing deferred.
+func (w *dueWatch) set(now, next time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.at, w.read, w.stale = next, now, false
+}
+
+// wait returns how long an idle loop waits at now: pause, or less when a
+// deferred task becomes due sooner. Then that due time is used up: the poll
+// after it reads NextDue again.
+func (w *dueWatch) wait(now time.Time, pause time.Duration) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.at.IsZero() || w.at.Sub(now) >= pause {
+		return pause
+	}
+	// The due time is the database's; a process whose clock runs ahead
+	// polls a little early, and the floor bounds how often it does.
+	in := max(w.at.Sub(now), dueFloor)
+	w.at, w.stale = time.Time{}, true
+	return in
+}
