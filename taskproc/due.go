@@ -13,23 +13,21 @@ const dueFloor = 2 * time.Millisecond
 // after its pause. A poll's transaction reads NextDue first, but only when
 // something may have deferred a task since the last read: this process
 // retried or snoozed one, a wake-up came (a push, perhaps of a deferred
-// task), the due time read before has passed, or the recheck interval
-// (a Defer elsewhere wakes nobody). Without a Notifier nothing wakes the
-// loop, so every poll after an empty one reads it. A busy loop thus reads
-// it only after its own retries, and an idle process with wake-ups once
-// per recheck.
+// task), or the due time read before has passed. Without a Notifier no
+// wake-up tells of pushes, so every poll after an empty one reads it. A
+// busy loop thus reads it only after its own retries, and an idle one with
+// wake-ups not at all. A Defer elsewhere wakes nobody: its task is polled
+// within a pause of its time.
 type dueWatch struct {
-	mu      sync.Mutex
-	at      time.Time // when the earliest deferred task is due; zero for none
-	read    time.Time // when NextDue was last read
-	stale   bool      // something happened since that read
-	recheck time.Duration
-	always  bool // no Notifier
-	idle    bool // the last poll found nothing
+	mu     sync.Mutex
+	at     time.Time // when the earliest deferred task is due; zero for none
+	stale  bool      // something happened since the last read
+	always bool      // no Notifier
+	idle   bool      // the last poll found nothing
 }
 
 func newDueWatch(s settings) *dueWatch {
-	return &dueWatch{stale: true, recheck: max(s.reconcile, s.pause), always: s.notifier == nil}
+	return &dueWatch{stale: true, always: s.notifier == nil}
 }
 
 // touch tells that a task may have been deferred.
@@ -39,11 +37,11 @@ func (w *dueWatch) touch() {
 	w.mu.Unlock()
 }
 
-// wanted reports whether an empty poll at now should read NextDue.
-func (w *dueWatch) wanted(now time.Time) bool {
+// wanted reports whether the next poll should read NextDue.
+func (w *dueWatch) wanted() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return (w.always && w.idle) || w.stale || now.Sub(w.read) >= w.recheck
+	return (w.always && w.idle) || w.stale
 }
 
 // polled records whether a poll found nothing.
@@ -53,12 +51,12 @@ func (w *dueWatch) polled(empty bool) {
 	w.mu.Unlock()
 }
 
-// set records what NextDue said at now: the next due time, zero for
-// nothing deferred.
-func (w *dueWatch) set(now, next time.Time) {
+// set records what NextDue said: the next due time, zero for nothing
+// deferred.
+func (w *dueWatch) set(next time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.at, w.read, w.stale = next, now, false
+	w.at, w.stale = next, false
 }
 
 // wait returns how long an idle loop waits at now: pause, or less when a

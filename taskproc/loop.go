@@ -108,8 +108,7 @@ func (m *Manager[Tx]) poll(ctx context.Context) ([]taskapi.Task, error) {
 	repo := m.repository()
 	var tasks []taskapi.Task
 	var next time.Time
-	now := time.Now()
-	wanted := m.due.wanted(now)
+	wanted := m.due.wanted()
 	err := m.transact(ctx, func(tx Tx) (err error) {
 		// NextDue before the poll: a task that becomes due in between is
 		// then either polled or waited for, never missed.
@@ -126,7 +125,7 @@ func (m *Manager[Tx]) poll(ctx context.Context) ([]taskapi.Task, error) {
 	}
 	m.due.polled(len(tasks) == 0)
 	if wanted {
-		m.due.set(now, next)
+		m.due.set(next)
 	}
 	return tasks, nil
 }
