@@ -104,10 +104,11 @@ func (c cron) next(t time.Time) (time.Time, error) {
 
 // periodsOf checks s and returns its periods.
 func periodsOf(s Schedule) (periods, error) {
+	if err := check.Schedule(s.Name); err != nil {
+		return nil, fmt.Errorf("taskproc: schedule %q: %w", check.Short(s.Name), err)
+	}
 	var problem string
 	switch {
-	case s.Name == "":
-		problem = "a schedule needs a name"
 	case (s.Every > 0) == (s.Cron != ""):
 		problem = "a schedule needs either Every or Cron"
 	case s.Every < 0 || (s.Every > 0 && s.Every < time.Millisecond):

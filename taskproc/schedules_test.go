@@ -114,6 +114,7 @@ func scheduleCases[Tx any](all map[string]suiteCase[Tx]) {
 		good := taskproc.Schedule{Name: "s", Every: time.Minute, Task: taskapi.Creation{Identifier: "x"}}
 		bad := map[string][]taskproc.Schedule{
 			"no name":             {func(s taskproc.Schedule) taskproc.Schedule { s.Name = ""; return s }(good)},
+			"a bad name":          {func(s taskproc.Schedule) taskproc.Schedule { s.Name = "\xff"; return s }(good)},
 			"no period":           {func(s taskproc.Schedule) taskproc.Schedule { s.Every = 0; return s }(good)},
 			"both periods":        {func(s taskproc.Schedule) taskproc.Schedule { s.Cron = "@hourly"; return s }(good)},
 			"a bad cron":          {func(s taskproc.Schedule) taskproc.Schedule { s.Every, s.Cron = 0, "61 * * * *"; return s }(good)},
