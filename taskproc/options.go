@@ -190,3 +190,14 @@ func (s settings) check() error {
 	}
 	return nil
 }
+
+// WithClock sets the clock of the runtime's retries, snoozes and schedules
+// (time.Now): for tests that do not wait for real time to pass. Deferred
+// tasks become due by the database's clock.
+func WithClock(now func() time.Time) Option {
+	return func(s *settings) {
+		if now != nil {
+			s.now = now
+		}
+	}
+}

@@ -22,18 +22,26 @@ func (m *Manager[Tx]) runSchedule(r *run, s schedule) {
 	defer m.update(func() { r.schedules-- })
 	for r.loopCtx.Err() == nil {
 		wait := scheduleRetry
-		if err := m.pushPeriods(r.loopCtx, s); err != nil {
-			if r.loopCtx.Err() != nil {
-				return
-			}
+		if err := m.pushPeriods(r.loopCtx, s); err == nil {
+			wait = m.untilNext(s)
+		} else if r.loopCtx.Err() == nil {
 			m.s.notify(Event{Kind: EventScheduleFailed, Topic: m.topic, Err: err})
-		} else if next, err := s.periods.next(m.s.now()); err == nil {
-			wait = max(next.Sub(m.s.now()), time.Millisecond)
 		}
 		if sleep(r.loopCtx, wait) != nil {
 			return
 		}
 	}
+}
+
+// untilNext returns how long until the next period of s begins, or
+// scheduleRetry when no period is to come.
+func (m *Manager[Tx]) untilNext(s schedule) time.Duration {
+	now := m.s.now()
+	next, err := s.periods.next(now)
+	if err != nil {
+		return scheduleRetry
+	}
+	return max(next.Sub(now), time.Millisecond)
 }
 
 // pushPeriods pushes the tasks of the periods due now, in one transaction

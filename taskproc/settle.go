@@ -37,7 +37,10 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 // When that fails, the batch is failed, or released when the runtime gave
 // up on it.
 func (s *batchSettler[Tx]) complete(b *Batch, completion any) error {
-	var decided Decisions
+	var (
+		decided Decisions
+		later   bool // tasks were retried or snoozed
+	)
 	written, err := s.attempt(b.ctx, b.tasks, func(ctx context.Context, tx Tx, tasks []taskapi.Task) error {
 		b.after, b.live = nil, tasks
 		d, err := runCompletion(ctx, tx, completion)
@@ -49,6 +52,7 @@ func (s *batchSettler[Tx]) complete(b *Batch, completion any) error {
 			return err
 		}
 		marked := b.markedTasks(tasks)
+		later = len(marked) > 0
 		completions = slices.DeleteFunc(completions, func(c taskapi.Completion) bool { _, ok := marked[c.Task]; return ok })
 		if err := s.repo.Complete(ctx, tx, b.topic, completions...); err != nil {
 			return err
@@ -58,8 +62,8 @@ func (s *batchSettler[Tx]) complete(b *Batch, completion any) error {
 		return err
 	})
 	if err == nil {
-		if len(b.markedTasks(written)) > 0 {
-			s.m.due.touch() // retried or snoozed: the next due time may be theirs
+		if later {
+			s.m.due.touch() // the next due time may be theirs
 		}
 		s.finish(b, "completed", Event{Kind: EventCompleted, Tasks: written, Decisions: decided})
 		s.m.resume(b.after)

@@ -98,17 +98,6 @@ func WithRetry(p RetryPolicy) Option {
 	}
 }
 
-// WithClock sets the clock of the runtime's retries, snoozes and schedules
-// (time.Now): for tests that do not wait for real time to pass. Deferred
-// tasks become due by the database's clock.
-func WithClock(now func() time.Time) Option {
-	return func(s *settings) {
-		if now != nil {
-			s.now = now
-		}
-	}
-}
-
 // afterwards is what becomes of a task whose run ends without a decision:
 // a retry (cause non-nil) or a snooze.
 type afterwards struct {
