@@ -103,6 +103,9 @@ func (k *keeper[Tx]) beat(ctx context.Context) {
 	}
 	repo := k.owner()
 	if err := k.heartbeat(ctx, repo); err != nil {
+		if ctx.Err() != nil {
+			return // cut short by Stop: not a failure to report
+		}
 		k.s.notify(Event{Kind: EventHeartbeatFailed, Owner: repo.Owner(), Err: err})
 		if k.s.expiry > 0 && time.Since(k.lastConfirmed()) > k.s.expiry {
 			k.fence(repo, err)

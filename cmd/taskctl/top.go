@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// topFlags are the flags of top as given on the command line.
+type topFlags struct {
+	interval, window, within string
+	once                     bool
+}
+
+// minTopInterval is the shortest refresh interval top accepts.
+const minTopInterval = 100 * time.Millisecond
+
+// topCommand returns 'taskctl top', the live view of every topic.
+func (a *app) topCommand() *cobra.Command {
+	var f topFlags
+	c := &cobra.Command{
+		Use:   "top",
+		Short: "Watch every topic live: tasks per state, throughput, wait, owners",
+		Long: `top shows every topic of the database, one line each, and reads them again
+every --interval until you press q (or ctrl+c, or esc):
+
+  TOPIC       the topic
+  ACTIVATION  RUNNING, PAUSED or DRAINING (see 'taskctl topic pause')
+  READY, ACTIVE, EXPIRED, FAILED, SUSPENDED, SUCCEEDED
+              how many tasks are in each state now
+  OTHER       the FILTERED, RECREATED and REDUNDANT tasks together
+  DONE/S      tasks completed per second over the last --window
+  PUSHED/S    tasks created per second over the last --window (pushes, and
+              revivals that push a new task; tasks purged since do not count)
+  WAIT        how long the READY task that a FIFO poll takes next has waited,
+              since it was pushed, or since its not-before time if it was
+              deferred: the push-to-start latency of the next start. The
+              database does not record when a task started, so this is the
+              only latency top can show. Deferred tasks not yet due are skipped
+              (among the first 100 READY tasks); "-" when no READY task is due.
+
+Below the table come the owners (consumer processes) that are alive: with a
+heartbeat within --within. A reading that fails (the database is gone, say)
+shows its error, and top tries again at the next interval. Times on the
+database are compared with this machine's clock.
+
+When the output is not a terminal, or with --once, top prints one reading as
+a table and exits; with --json it prints one reading as JSON.`,
+		Example: `  taskctl top
+  taskctl top --interval 500ms --window 1m
+  taskctl top --once
+  taskctl top --json | jq '.topics[] | {topic, ready: .states.READY}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.top(cmd.Context(), f) },
+	}
+	c.Flags().StringVar(&f.interval, "interval", "2s", "how often to read the database again (at least 100ms)")
+	c.Flags().StringVar(&f.window, "window", "10s", "the time over which DONE/S and PUSHED/S are counted")
+	c.Flags().StringVar(&f.within, "within", "30s", "an owner is alive if its last heartbeat is this recent")
+	c.Flags().BoolVar(&f.once, "once", false, "print one reading and exit, even on a terminal")
+	return c
+}
+
+// config checks the flags and returns what top reads and how often.
+func (f topFlags) config() (topConfig, error) {
+	var cfg topConfig
+	var err error
+	if cfg.interval, err = parseDuration("--interval", f.interval); err != nil {
+		return cfg, err
+	}
+	if cfg.interval < minTopInterval {
+		return cfg, usagef("--interval %s is too short: top reads the database at most every %s", f.interval, minTopInterval)
+	}
+	if cfg.window, err = parseDuration("--window", f.window); err != nil {
+		return cfg, err
+	}
+	if cfg.window < time.Second {
+		return cfg, usagef("--window %s is too short: give at least 1s", f.window)
+	}
+	if cfg.within, err = parseDuration("--within", f.within); err != nil {
+		return cfg, err
+	}
+	if cfg.within <= 0 {
+		return cfg, usagef("--within %s: give a duration above zero, such as 30s", f.within)
+	}
+	return cfg, nil
+}
+
+// top runs the command: one reading when the output is for a script, the
+// live view on a terminal.
+func (a *app) top(ctx context.Context, f topFlags) error {
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	s, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json || f.once || !isTerminal(a.stdout) {
+		return a.topOnce(ctx, s, cfg)
+	}
+	return a.topLive(ctx, s, cfg)
+}
+
+// topOnce prints one reading as a table, or as JSON with --json.
+func (a *app) topOnce(ctx context.Context, s store, cfg topConfig) error {
+	snap, err := takeTopSnapshot(ctx, s, cfg, time.Now())
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.Shown(), err)
+	}
+	if a.json {
+		return a.printJSON(snap.toJSON(cfg))
+	}
+	if len(snap.topics) == 0 {
+		a.printf("no topics: 'taskctl topic init NAME' adds one\n")
+	} else {
+		a.printTable(topHeaders, snap.rows(cfg))
+	}
+	a.printf("%s\n", snap.ownersLine(cfg))
+	return nil
+}

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+func (a *app) topicCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "topic",
+		Short: "List, add, remove, pause, resume and drain topics",
+		Example: `  taskctl topic init orders invoices
+  taskctl topic pause orders     # consumers claim nothing; what they hold goes on
+  taskctl topic drain orders     # consumers claim nothing and finish what they hold
+  taskctl topic resume orders
+  taskctl topic list --json`,
+	}
+	c.AddCommand(
+		&cobra.Command{
+			Use: "list", Short: "List the topics and their activation", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error { return a.topicList(cmd) },
+		},
+		&cobra.Command{
+			Use: "init TOPIC...", Short: "Add topics (one partition each on PostgreSQL)", Args: cobra.MinimumNArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error { return a.topicInit(cmd, args) },
+		},
+		a.topicDestroyCommand(),
+		a.activationCommand("pause", "Stop consumers claiming tasks of topics; what they hold goes on", taskapi.Paused),
+		a.activationCommand("drain", "Stop consumers claiming tasks of topics and let them finish what they hold", taskapi.Draining),
+		a.activationCommand("resume", "Let consumers claim tasks of topics again", taskapi.Running),
+	)
+	return c
+}
+
+func (a *app) topicList(cmd *cobra.Command) error {
+	s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	topics, err := s.Topics(cmd.Context())
+	if err != nil {
+		return err
+	}
+	activations, err := s.Activations(cmd.Context())
+	if err != nil {
+		return err
+	}
+	type row struct {
+		Topic      string `json:"topic"`
+		Activation string `json:"activation"`
+	}
+	rows := make([]row, 0, len(topics))
+	cells := make([][]string, 0, len(topics))
+	for _, t := range topics {
+		rows = append(rows, row{Topic: t, Activation: activations[t].String()})
+		cells = append(cells, []string{t, activations[t].String()})
+	}
+	if a.json {
+		return a.printJSON(rows)
+	}
+	if len(rows) == 0 {
+		a.printf("no topics: 'taskctl topic init NAME' adds one\n")
+		return nil
+	}
+	a.printTable([]string{"TOPIC", "ACTIVATION"}, cells)
+	return nil
+}
+
+func (a *app) topicInit(cmd *cobra.Command, topics []string) error {
+	s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	var added []string
+	for _, t := range topics {
+		created, err := s.Initialize(cmd.Context(), t)
+		if err != nil {
+			return err
+		}
+		if created {
+			added = append(added, t)
+		}
+	}
+	if a.json {
+		return a.printJSON(map[string][]string{"added": nonNil(added)})
+	}
+	for _, t := range topics {
+		if slices.Contains(added, t) {
+			a.printf("added topic %q\n", t)
+		} else {
+			a.printf("topic %q exists already\n", t)
+		}
+	}
+	return nil
+}
+
+func (a *app) topicDestroyCommand() *cobra.Command {
+	var yes bool
+	c := &cobra.Command{
+		Use:   "destroy TOPIC...",
+		Short: "Remove topics with every task in them (asks first on a terminal unless --yes)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			s, err := a.openTopics(cmd.Context(), topics...)
+			if err != nil {
+				return err
+			}
+			if err := a.confirm(yes, "Destroy %d topic(s) with every task in them: %q?", len(topics), topics); err != nil {
+				return err
+			}
+			for _, t := range topics {
+				if _, err := s.Destroy(cmd.Context(), t); err != nil {
+					return err
+				}
+			}
+			if a.json {
+				return a.printJSON(map[string][]string{"destroyed": topics})
+			}
+			a.printf("destroyed %q\n", topics)
+			return nil
+		},
+	}
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	return c
+}
+
+func (a *app) activationCommand(name, short string, activation taskapi.Activation) *cobra.Command {
+	return &cobra.Command{
+		Use: name + " TOPIC...", Short: short, Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			s, err := a.openTopics(cmd.Context(), topics...)
+			if err != nil {
+				return err
+			}
+			for _, t := range topics {
+				if err := s.SetActivation(cmd.Context(), t, activation); err != nil {
+					return err
+				}
+			}
+			if a.json {
+				return a.printJSON(map[string]any{"topics": topics, "activation": activation.String()})
+			}
+			for _, t := range topics {
+				a.printf("%s is %s\n", t, activation)
+			}
+			return nil
+		},
+	}
+}
+
+// nonNil makes a nil slice an empty one, so that JSON shows [] not null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
