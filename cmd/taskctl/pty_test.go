@@ -156,7 +156,8 @@ func (term *terminal) wait() int {
 	}
 }
 
-// TestPurgeAsksOnATerminal answers purge's question no, then yes.
+// TestPurgeAsksOnATerminal answers purge's question no, then Ctrl-C, then
+// yes.
 func TestPurgeAsksOnATerminal(t *testing.T) {
 	for _, b := range backends(false) {
 		t.Run(b.name, func(t *testing.T) {
@@ -169,6 +170,13 @@ func TestPurgeAsksOnATerminal(t *testing.T) {
 			no.send("n\r")
 			if code := no.wait(); code != exitDeclined {
 				t.Fatalf("answered no: exit %d, want %d; it showed:\n%s", code, exitDeclined, no.text())
+			}
+			wantStates(t, db, "orders", map[string]int64{"READY": 3})
+			interrupted := onTerminal(t, db, "purge", "-t", "orders", "--state", "ready")
+			interrupted.expect("[y/N]")
+			interrupted.send("\x03") // Ctrl-C
+			if code := interrupted.wait(); code != exitInterrupted {
+				t.Fatalf("Ctrl-C at the prompt: exit %d, want %d; it showed:\n%s", code, exitInterrupted, interrupted.text())
 			}
 			wantStates(t, db, "orders", map[string]int64{"READY": 3})
 			yes := onTerminal(t, db, "purge", "-t", "orders", "--state", "ready")

@@ -101,7 +101,7 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 	if n == 0 {
 		return a.reportChange("purged", f.topic, 0)
 	}
-	if err := a.confirm(f.yes, "Purge %d tasks of %s (sequences %d to %d)?", n, f.topic, first, last); err != nil {
+	if err := a.confirm(ctx, f.yes, "Purge %d tasks of %s (sequences %d to %d)?", n, f.topic, first, last); err != nil {
 		return err
 	}
 	purged, err := a.purgeChunked(ctx, s, f.topic, taskapi.Range{From: first, To: last}, states, n)

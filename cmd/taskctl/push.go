@@ -49,7 +49,7 @@ the push before anything is written. Then the tasks go in batches of
 	fl := c.Flags()
 	fl.StringVarP(&f.file, "file", "f", "", "read tasks from this file, - for stdin")
 	fl.StringVar(&f.format, "format", "", "jsonl or csv (default: by the file's extension, else jsonl)")
-	fl.StringVarP(&f.insertion, "insertion", "i", "append", "append, replace, ignore, reject, delete: what happens to older tasks of the same identifier")
+	fl.StringVarP(&f.insertion, "insertion", "i", "append", "append, supersede (older READY tasks become REDUNDANT), replace (older READY to SUCCEEDED tasks do) or delete (older tasks are deleted)")
 	fl.StringVar(&f.input, "input", "", "the input of tasks given as arguments")
 	fl.StringVar(&f.reference, "reference", "", "the reference of tasks given as arguments")
 	fl.StringVar(&f.notBefore, "not-before", "", "defer the tasks: a time, or a duration from now (+10m)")

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -123,7 +125,8 @@ type changeReport struct {
 // reportChange says how many tasks a command changed.
 func (a *app) reportChange(verb, topic string, n int64) error {
 	if a.json {
-		return a.printJSON(map[string]changeReport{verb: {Topic: topic, Tasks: n}})
+		key := strings.ReplaceAll(verb, " ", "_") // "would purge": "would_purge"
+		return a.printJSON(map[string]changeReport{key: {Topic: topic, Tasks: n}})
 	}
 	if topic == "" {
 		a.printf("%s %d tasks\n", verb, n)

@@ -108,7 +108,7 @@ func (a *app) topicDestroyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := a.confirm(yes, "Destroy %d topic(s) with every task in them: %q?", len(topics), topics); err != nil {
+			if err := a.confirm(cmd.Context(), yes, "Destroy %d topic(s) with every task in them: %q?", len(topics), topics); err != nil {
 				return err
 			}
 			for _, t := range topics {
