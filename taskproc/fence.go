@@ -75,7 +75,7 @@ func (m *Manager[Tx]) unfence(ctx context.Context, repo Repository[Tx]) {
 }
 
 // releaseAbandoned gives back the tasks of abandoned batches that are still
-// Active and the owner's; a failure leaves them to expiry.
+// Active and the owner's; when that fails, it keeps them to try again.
 func (m *Manager[Tx]) releaseAbandoned(ctx context.Context, abandoned []taskapi.Task) {
 	repo := m.repository()
 	for len(abandoned) > 0 {
@@ -83,11 +83,38 @@ func (m *Manager[Tx]) releaseAbandoned(ctx context.Context, abandoned []taskapi.
 		var stale *taskapi.StateError
 		if !errors.As(err, &stale) {
 			if err != nil {
-				m.s.logger.Warn("taskproc: release the tasks given up when fenced", "topic", m.topic, "err", err)
+				m.s.logger.Warn("taskproc: give back tasks left Active", "topic", m.topic, "tasks", len(abandoned), "err", err)
+				m.giveBackLater(abandoned)
 			}
 			return
 		}
 		abandoned = slices.DeleteFunc(abandoned, func(t taskapi.Task) bool { return slices.Contains(stale.Sequences, t.Sequence) })
+	}
+}
+
+// giveBackLater keeps tasks that are Active under this owner but no batch
+// holds any more, to give them back as Ready when the database answers
+// again (giveBack), instead of leaving them to expiry, which never comes
+// for a live owner.
+func (m *Manager[Tx]) giveBackLater(tasks []taskapi.Task) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.abandoned = append(m.abandoned, tasks...)
+}
+
+// giveBack releases the tasks kept by giveBackLater, unless the Manager is
+// fenced (unfence releases them then).
+func (m *Manager[Tx]) giveBack(ctx context.Context) {
+	m.mu.Lock()
+	tasks := m.abandoned
+	if m.fenced() {
+		tasks = nil
+	} else {
+		m.abandoned = nil
+	}
+	m.mu.Unlock()
+	if len(tasks) > 0 {
+		m.releaseAbandoned(ctx, tasks)
 	}
 }
 

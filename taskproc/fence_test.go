@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -23,18 +21,12 @@ import (
 // that the test can cut.
 func proxiedPool(t *testing.T, dbURL string) (*pgxpool.Pool, *netproxy.Proxy) {
 	t.Helper()
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := netproxy.Start(u.Host)
+	proxy, proxied, err := netproxy.ForURL(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	host, port, _ := net.SplitHostPort(proxy.Addr())
-	u.Host = net.JoinHostPort(host, port)
-	return openPool(t, u.String()), proxy
+	return openPool(t, proxied), proxy
 }
 
 // openPool opens a pool with an empty search_path, closed when t ends.

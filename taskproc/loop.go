@@ -60,6 +60,7 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 	case err != nil:
 		return fmt.Errorf("limiter: %w", err)
 	}
+	m.giveBack(r.ctx)
 	tasks, err := m.poll(r.ctx)
 	if err != nil {
 		slot()

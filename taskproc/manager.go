@@ -48,7 +48,7 @@ type Manager[Tx any] struct {
 	mu        sync.Mutex
 	run       *run // the current run; nil while stopped
 	changed   chan struct{}
-	abandoned []taskapi.Task // tasks given up when the owner fenced itself
+	abandoned []taskapi.Task // tasks given up when the owner fenced itself, or whose settlement could not be written: given back as Ready later
 }
 
 // repoBox holds a Repository for atomic.Pointer.

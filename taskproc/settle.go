@@ -114,7 +114,8 @@ func (s *batchSettler[Tx]) failTasks(b *Batch, tasks []taskapi.Task, cause error
 	})
 	if err != nil {
 		written = nil
-		err = fmt.Errorf("taskproc: fail a batch of %q (its tasks stay Active until they expire): %w", b.topic, err)
+		s.m.giveBackLater(tasks)
+		err = fmt.Errorf("taskproc: fail a batch of %q (its tasks are given back as Ready when the database answers again): %w", b.topic, err)
 	}
 	s.finish(b, "failed", Event{Kind: EventFailed, Tasks: written, Err: errors.Join(cause, err)})
 	return err
@@ -128,7 +129,8 @@ func (s *batchSettler[Tx]) releaseTasks(b *Batch, tasks []taskapi.Task) error {
 		return s.repo.Release(ctx, tx, b.topic, tasks...)
 	})
 	if err != nil {
-		err = fmt.Errorf("taskproc: release a batch of %q (its tasks stay Active until they expire): %w", b.topic, err)
+		s.m.giveBackLater(tasks)
+		err = fmt.Errorf("taskproc: release a batch of %q (its tasks are given back as Ready when the database answers again): %w", b.topic, err)
 		s.finish(b, "released", Event{Kind: EventFailed, Err: err})
 		return err
 	}

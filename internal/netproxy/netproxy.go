@@ -7,13 +7,20 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"sync"
+	"sync/atomic"
 )
 
 // A Proxy forwards the connections it accepts to a target address.
 type Proxy struct {
 	target   string
 	listener net.Listener
+
+	// budget is how many more bytes may go from clients to the server
+	// before the proxy cuts itself, while armed (CutAfter).
+	budget atomic.Int64
+	armed  atomic.Bool
 
 	mu    sync.Mutex
 	cut   bool
@@ -32,6 +39,22 @@ func Start(target string) (*Proxy, error) {
 	return p, nil
 }
 
+// ForURL starts a proxy to the host of a database URL such as
+// postgres://user@host:5432/db and returns it with the URL that goes
+// through it.
+func ForURL(rawURL string) (*Proxy, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := Start(u.Host)
+	if err != nil {
+		return nil, "", err
+	}
+	u.Host = p.Addr()
+	return p, u.String(), nil
+}
+
 // Addr returns the address clients connect to.
 func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 
@@ -45,8 +68,43 @@ func (p *Proxy) Cut() {
 	}
 }
 
+// CutAfter cuts the proxy once n more bytes have gone from its clients to
+// the server, in the middle of whatever message those bytes belong to: the
+// server gets the first part of it and then loses the connection, as when
+// a network fails mid-statement. Restore disarms it.
+func (p *Proxy) CutAfter(n int64) {
+	p.budget.Store(n)
+	p.armed.Store(true)
+}
+
+// errBudget ends the copy that spent the budget of CutAfter.
+var errBudget = errors.New("netproxy: byte budget spent")
+
+// metered counts the bytes a client sends against the budget of CutAfter,
+// and lets through only those within it.
+type metered struct {
+	p *Proxy
+	r io.Reader
+}
+
+func (m metered) Read(b []byte) (int, error) {
+	n, err := m.r.Read(b)
+	if n <= 0 || !m.p.armed.Load() {
+		return n, err
+	}
+	if left := m.p.budget.Add(-int64(n)); left <= 0 {
+		m.p.armed.Store(false)
+		m.p.mu.Lock()
+		m.p.cut = true // refuse new connections now; the copy drops the open ones once it has passed the bytes within the budget
+		m.p.mu.Unlock()
+		return max(n+int(left), 0), errBudget
+	}
+	return n, err
+}
+
 // Restore lets connections through again.
 func (p *Proxy) Restore() {
+	p.armed.Store(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
@@ -85,8 +143,12 @@ func (p *Proxy) forward(client net.Conn) {
 		return
 	}
 	var copies sync.WaitGroup
-	copies.Go(func() { pipe(server, client) })
-	copies.Go(func() { pipe(client, server) })
+	copies.Go(func() {
+		if pipe(server, client, metered{p, client}) == errBudget {
+			p.Cut()
+		}
+	})
+	copies.Go(func() { _ = pipe(client, server, server) })
 	copies.Wait()
 	p.untrack(client, server)
 }
@@ -124,9 +186,11 @@ func (p *Proxy) untrack(client, server net.Conn) {
 	server.Close()
 }
 
-// pipe copies from src to dst, and closes both when either side ends.
-func pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
+// pipe copies what r reads from src to dst, closes both when either side
+// ends, and returns why the copy ended.
+func pipe(dst, src net.Conn, r io.Reader) error {
+	_, err := io.Copy(dst, r)
 	dst.Close()
 	src.Close()
+	return err
 }

@@ -86,3 +86,38 @@ func TestCutDropsConnectionsAndRestoreLetsThemThrough(t *testing.T) {
 		t.Errorf("after Restore: %v", err)
 	}
 }
+
+func TestCutAfterCutsMidMessage(t *testing.T) {
+	p, err := netproxy.Start(echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p.CutAfter(8)
+	if err := roundTrip(c); err != nil { // 5 bytes of the 8
+		t.Fatalf("within the budget: %v", err)
+	}
+	if err := roundTrip(c); err == nil { // the line is cut after its third byte
+		t.Fatal("a line beyond the budget went through")
+	}
+	if c2, err := net.Dial("tcp", p.Addr()); err == nil {
+		if roundTrip(c2) == nil {
+			t.Error("a new connection went through after the budget was spent")
+		}
+		c2.Close()
+	}
+	p.Restore()
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if err := roundTrip(c3); err != nil {
+		t.Errorf("after Restore: %v", err)
+	}
+}

@@ -1,0 +1,233 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/internal/netproxy"
+	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
+)
+
+// cutRounds is how many times each call is cut at a random point.
+const cutRounds = 60
+
+// cutBudget bounds the random point: a call and its transaction send
+// fewer bytes than this, so some rounds cut nothing.
+const cutBudget = 2500
+
+// cutRig is a database reached two ways: directly, to set up and check,
+// and through a proxy that cuts the connection at a random byte.
+type cutRig struct {
+	direct, proxied *pgxpool.Pool
+	proxy           *netproxy.Proxy
+	repo            *taskpg.Repository
+}
+
+func newCutRig(t *testing.T) *cutRig {
+	ctx := context.Background()
+	url := testdb.PostgresURL(t)
+	proxy, proxiedURL, err := netproxy.ForURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	r := &cutRig{direct: pool(t, url), proxied: pool(t, proxiedURL), proxy: proxy}
+	if r.repo, err = taskpg.New("cut-owner"); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		"CREATE TABLE fault_order (id text PRIMARY KEY)",
+		"CREATE TABLE fault_effect (identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL, at timestamp NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'utc'))",
+	} {
+		if _, err := r.direct.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, topic := range []string{"push", "poll", "complete"} {
+		if _, err := r.repo.Initialize(ctx, r.direct, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.repo.Register(ctx, r.direct); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func pool(t *testing.T, url string) *pgxpool.Pool {
+	p, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// cutting runs call with the proxy set to cut after a random number of
+// bytes, and restores the proxy afterwards.
+func (r *cutRig) cutting(call func() error) error {
+	r.proxy.CutAfter(1 + rand.Int64N(cutBudget))
+	defer r.proxy.Restore()
+	return call()
+}
+
+// count counts the tasks of topic in state with reference (empty: any).
+func (r *cutRig) count(t *testing.T, topic, reference string, state taskapi.State) int64 {
+	counts, err := r.repo.Count(context.Background(), r.direct, taskapi.Total,
+		taskapi.Counting{Topic: topic, Reference: reference, States: []taskapi.State{state}}, taskapi.Unbounded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counts[topic][state].Count
+}
+
+// tally counts the rounds a cut failed and the rounds that went through.
+type tally struct{ failed, passed int }
+
+func (c *tally) add(err error) {
+	if err != nil {
+		c.failed++
+	} else {
+		c.passed++
+	}
+}
+
+// check wants both outcomes seen: cuts that failed the call, and rounds
+// that went through.
+func (c tally) check(t *testing.T, call string) {
+	t.Logf("%s: %d rounds cut, %d went through", call, c.failed, c.passed)
+	if c.failed == 0 || c.passed == 0 {
+		t.Errorf("%s: %d rounds failed and %d passed: the random cuts did not cover both", call, c.failed, c.passed)
+	}
+}
+
+// TestCutPushLeavesAllOrNothing cuts a producer's transaction, which
+// writes an order and pushes its five tasks, at random points: afterwards
+// the order and its tasks exist together or not at all, and a call that
+// returned no error committed.
+func TestCutPushLeavesAllOrNothing(t *testing.T) {
+	r := newCutRig(t)
+	ctx := context.Background()
+	var c tally
+	for i := range cutRounds {
+		order := fmt.Sprintf("order-%d", i)
+		err := r.cutting(func() error {
+			return taskpg.Transact(r.proxied)(ctx, func(tx taskpg.DB) error {
+				if _, err := tx.Exec(ctx, "INSERT INTO fault_order (id) VALUES ($1)", order); err != nil {
+					return err
+				}
+				creations := make([]taskapi.Creation, 5)
+				for k := range creations {
+					creations[k] = taskapi.Creation{Identifier: fmt.Sprintf("%s-%d", order, k), Reference: order}
+				}
+				_, err := r.repo.Push(ctx, tx, "push", taskapi.Append, creations...)
+				return err
+			})
+		})
+		c.add(err)
+		var orders int64
+		if err := r.direct.QueryRow(ctx, "SELECT count(*) FROM fault_order WHERE id = $1", order).Scan(&orders); err != nil {
+			t.Fatal(err)
+		}
+		tasks := r.count(t, "push", order, taskapi.Ready)
+		if tasks != 5*orders || (err == nil && orders != 1) {
+			t.Fatalf("round %d (error %v): %d orders and %d tasks: partial, or lost after success", i, err, orders, tasks)
+		}
+	}
+	c.check(t, "Push")
+}
+
+// TestCutPollLeavesAllOrNothing cuts a poll of five tasks at random points:
+// the five are claimed together or stay Ready.
+func TestCutPollLeavesAllOrNothing(t *testing.T) {
+	r := newCutRig(t)
+	ctx := context.Background()
+	pushReady(t, r, "poll", 5*cutRounds)
+	var c tally
+	for i := range cutRounds {
+		before := r.count(t, "poll", "", taskapi.Active)
+		err := r.cutting(func() error {
+			_, err := r.repo.Poll(ctx, r.proxied, "poll", 5)
+			return err
+		})
+		c.add(err)
+		claimed := r.count(t, "poll", "", taskapi.Active) - before
+		if (claimed != 0 && claimed != 5) || (err == nil && claimed != 5) {
+			t.Fatalf("round %d (error %v): %d tasks claimed, want 0 or 5 (5 without error)", i, err, claimed)
+		}
+	}
+	c.check(t, "Poll")
+}
+
+// TestCutCompleteLeavesAllOrNothing cuts the completing transaction of a
+// batch of five, which also writes the user's effect rows, at random
+// points: the five are completed with their effects, or stay Active with
+// none.
+func TestCutCompleteLeavesAllOrNothing(t *testing.T) {
+	r := newCutRig(t)
+	ctx := context.Background()
+	pushReady(t, r, "complete", 5*cutRounds)
+	var c tally
+	for i := range cutRounds {
+		tasks, err := r.repo.Poll(ctx, r.direct, "complete", 5)
+		if err != nil || len(tasks) != 5 {
+			t.Fatalf("poll: %d tasks, %v", len(tasks), err)
+		}
+		err = r.cutting(func() error { return completeWithEffects(ctx, r, tasks) })
+		c.add(err)
+		var effects int64
+		if err := r.direct.QueryRow(ctx, "SELECT count(*) FROM fault_effect WHERE sequence = ANY($1)", sequences(tasks)).Scan(&effects); err != nil {
+			t.Fatal(err)
+		}
+		done := 0
+		for _, task := range tasks {
+			if info, _, _ := r.repo.Lookup(ctx, r.direct, "complete", task.Sequence); info.State == taskapi.Succeeded {
+				done++
+			}
+		}
+		if int64(done) != effects || (done != 0 && done != 5) || (err == nil && done != 5) {
+			t.Fatalf("round %d (error %v): %d tasks completed, %d effects: partial, or lost after success", i, err, done, effects)
+		}
+	}
+	c.check(t, "Complete")
+}
+
+// completeWithEffects completes tasks in one transaction with an effect
+// row each, as a consumer's completing transaction does.
+func completeWithEffects(ctx context.Context, r *cutRig, tasks []taskapi.Task) error {
+	return taskpg.Transact(r.proxied)(ctx, func(tx taskpg.DB) error {
+		completions := make([]taskapi.Completion, len(tasks))
+		for i, task := range tasks {
+			if _, err := tx.Exec(ctx, "INSERT INTO fault_effect (identifier, sequence, owner) VALUES ($1, $2, $3)",
+				task.Identifier, task.Sequence, r.repo.Owner()); err != nil {
+				return err
+			}
+			completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Success}}
+		}
+		return r.repo.Complete(ctx, tx, "complete", completions...)
+	})
+}
+
+func pushReady(t *testing.T, r *cutRig, topic string, n int) {
+	creations := make([]taskapi.Creation, n)
+	for i := range creations {
+		creations[i] = taskapi.Creation{Identifier: fmt.Sprintf("%s-%d", topic, i)}
+	}
+	if _, err := r.repo.Push(context.Background(), r.direct, topic, taskapi.Append, creations...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sequences(tasks []taskapi.Task) []int64 {
+	seqs := make([]int64, len(tasks))
+	for i, task := range tasks {
+		seqs[i] = task.Sequence
+	}
+	return seqs
+}

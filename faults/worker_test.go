@@ -1,0 +1,119 @@
+package faults
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// workerBinary is ./worker, built once for the package's tests.
+var workerBinary string
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "taskrepo-fault")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	workerBinary = filepath.Join(dir, "worker")
+	build := exec.Command("go", "build", "-o", workerBinary, "./worker")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the worker:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "goroutines outlived the tests:", err)
+		return 1
+	}
+	return code
+}
+
+// workerPatience bounds how long a worker may take to start or to stop.
+const workerPatience = 30 * time.Second
+
+// worker is a consumer process.
+type worker struct {
+	owner  string
+	cmd    *exec.Cmd
+	stderr strings.Builder
+	exited chan error
+}
+
+// startWorker starts a consumer process of owner on topic and waits until
+// it is ready.
+func startWorker(t testing.TB, database, topic, owner string, args ...string) *worker {
+	t.Helper()
+	w := &worker{owner: owner, exited: make(chan error, 1)}
+	w.cmd = exec.Command(workerBinary, append([]string{"-database", database, "-topic", topic, "-owner", owner}, args...)...)
+	w.cmd.Stderr = &w.stderr
+	stdout, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatalf("start worker %s: %v", owner, err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ready <- strings.TrimSpace(line) == "ready"
+		w.exited <- w.cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = w.cmd.Process.Kill() })
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("worker %s did not start: %s", owner, w.stderr.String())
+		}
+	case <-time.After(workerPatience):
+		t.Fatalf("worker %s did not start within %v", owner, workerPatience)
+	}
+	return w
+}
+
+// kill crashes the worker with SIGKILL and waits until it is gone.
+func (w *worker) kill(t testing.TB) {
+	t.Helper()
+	if err := w.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("kill worker %s: %v", w.owner, err)
+	}
+	select {
+	case <-w.exited:
+	case <-time.After(workerPatience):
+		t.Fatalf("worker %s outlived SIGKILL", w.owner)
+	}
+}
+
+// stop asks the worker to stop (SIGTERM) and checks that it stopped
+// cleanly.
+func (w *worker) stop(t testing.TB) {
+	t.Helper()
+	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop worker %s: %v", w.owner, err)
+	}
+	select {
+	case err := <-w.exited:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) || err != nil {
+			t.Errorf("worker %s stopped with %v: %s", w.owner, err, w.stderr.String())
+		}
+	case <-time.After(workerPatience):
+		t.Fatalf("worker %s did not stop within %v", w.owner, workerPatience)
+	}
+}
