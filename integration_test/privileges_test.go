@@ -37,6 +37,13 @@ var mysqlGrants = []string{
 // migrated.
 func TestTaskansiMySQLApplicationUser(t *testing.T) {
 	t.Parallel()
+	everyCall(t, ansiBackend(taskansi.MySQL, nil), taskansi.DB(mysqlApplicationDB(t)))
+}
+
+// mysqlApplicationDB migrates a fresh MySQL database as the administrator,
+// creates a user with the grants README lists on it, and returns a handle
+// that logs in as that user, closed when t ends.
+func mysqlApplicationDB(t *testing.T) *sql.DB {
 	ctx := t.Context()
 	admin := testdb.MySQLConfig(t)
 	adminDB, err := sql.Open("mysql", admin.FormatDSN())
@@ -60,8 +67,8 @@ func TestTaskansiMySQLApplicationUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	everyCall(t, ansiBackend(taskansi.MySQL, nil), taskansi.DB(db))
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // everyCall runs every call of b's repository on db, a pool, and then
