@@ -14,7 +14,10 @@ func enumName[E ~int](names []string, kind string, e E) string {
 }
 
 // parseEnum finds s among names. The match ignores case and underscores, so
-// both "SINGULAR_BY_IDENTIFIER" and "SingularByIdentifier" are accepted.
+// both "SINGULAR_BY_IDENTIFIER" and "SingularByIdentifier" are accepted; the
+// names are ASCII, and so is the case it ignores: no other letter, such as
+// the dotless "ı" or the long "ſ" that strings.ToUpper turns into I and S,
+// stands in for one of theirs.
 func parseEnum[E ~int](names []string, kind, s string) (E, error) {
 	want := normalizeName(s)
 	for i, name := range names {
@@ -32,7 +35,15 @@ func parseEnum[E ~int](names []string, kind, s string) (E, error) {
 const maxShownName = 64
 
 func normalizeName(s string) string {
-	return strings.ToUpper(strings.ReplaceAll(s, "_", ""))
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '_':
+			return -1
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		}
+		return r
+	}, s)
 }
 
 // State is the lifecycle state of a task. Its ordinal is stored in the

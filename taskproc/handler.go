@@ -39,7 +39,7 @@ type TaskFunc func(ctx context.Context, task taskapi.Task) (taskapi.Decision, er
 
 // ResultError is an error that ends its task with a result other than
 // Failure: a TaskFunc or a step that returns it decides the task with Result
-// and the error's text as output.
+// and the error's text as output. An undefined Result decides it Failure.
 type ResultError struct {
 	Result taskapi.Result
 	Err    error
@@ -67,7 +67,7 @@ func decisionOf(d taskapi.Decision, err error) taskapi.Decision {
 		return d
 	}
 	var re *ResultError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.Result.Valid() { // an undefined result fails the task
 		return taskapi.Decision{Result: re.Result, Output: err.Error()}
 	}
 	return taskapi.Decision{Result: taskapi.Failure, Output: err.Error()}
