@@ -42,7 +42,7 @@ type kill struct {
 func TestCrashedConsumersLoseNothing(t *testing.T) {
 	ctx := context.Background()
 	url := testdb.PostgresURL(t)
-	pool, repo := openCrashDB(t, url)
+	pool, repo := openFaultDB(t, url, crashTopic)
 	pushCrashTasks(t, pool, repo)
 	live := map[string]*worker{}
 	for i := range crashWorkers {
@@ -63,29 +63,6 @@ func TestCrashedConsumersLoseNothing(t *testing.T) {
 	}
 	checkEffects(t, ctx, pool, repo, kills)
 	reportResumes(t, kills)
-}
-
-func openCrashDB(t *testing.T, url string) (*pgxpool.Pool, *taskpg.Repository) {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	_, err = pool.Exec(ctx, `CREATE TABLE fault_effect (
-		identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL,
-		at timestamp NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'utc'))`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := taskpg.New("fault-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Initialize(ctx, pool, crashTopic); err != nil {
-		t.Fatal(err)
-	}
-	return pool, repo
 }
 
 func pushCrashTasks(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository) {

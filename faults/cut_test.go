@@ -30,33 +30,14 @@ type cutRig struct {
 }
 
 func newCutRig(t *testing.T) *cutRig {
-	ctx := context.Background()
 	url := testdb.PostgresURL(t)
 	proxy, proxiedURL, err := netproxy.ForURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	r := &cutRig{direct: pool(t, url), proxied: pool(t, proxiedURL), proxy: proxy}
-	if r.repo, err = taskpg.New("cut-owner"); err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
-		"CREATE TABLE fault_order (id text PRIMARY KEY)",
-		"CREATE TABLE fault_effect (identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL, at timestamp NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'utc'))",
-	} {
-		if _, err := r.direct.Exec(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, topic := range []string{"push", "poll", "complete"} {
-		if _, err := r.repo.Initialize(ctx, r.direct, topic); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := r.repo.Register(ctx, r.direct); err != nil {
-		t.Fatal(err)
-	}
+	r := &cutRig{proxied: pool(t, proxiedURL), proxy: proxy}
+	r.direct, r.repo = openFaultDB(t, url, "push", "poll", "complete")
 	return r
 }
 

@@ -3,6 +3,7 @@ package testdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -24,17 +25,19 @@ const (
 
 // mysqlServer is the MySQL or MariaDB server shared by the tests of one process.
 var mysqlServer struct {
-	once sync.Once
-	cfg  *mysql.Config // without a database
-	err  error
-	skip string
+	once    sync.Once
+	cfg     *mysql.Config // without a database
+	cluster *Cluster      // testdb's own server, if it is one; reachable for its reaper's sake
+	err     error
+	skip    string
 }
 
 // MySQL returns a handle on a fresh, migrated MySQL or MariaDB database of
 // t's own, created with CREATE DATABASE on the server that
 // TASK_TEST_MYSQL_URL names (a go-sql-driver DSN such as
-// root@tcp(127.0.0.1:3306)/), else in a testcontainers-go MySQL 8 container.
-// The database is dropped when t ends.
+// root@tcp(127.0.0.1:3306)/), else on a MariaDB of testdb's own when
+// MariaDB's binaries are installed, else in a testcontainers-go MySQL 8
+// container. The database is dropped when t ends.
 func MySQL(t testing.TB) *sql.DB {
 	t.Helper()
 	db := EmptyMySQL(t)
@@ -78,8 +81,8 @@ func MySQLConfig(t testing.TB) *mysql.Config {
 	return cfg
 }
 
-// MySQLAdminExec runs statement on the MySQL or MariaDB server as the
-// administrator that TASK_TEST_MYSQL_URL names.
+// MySQLAdminExec runs statement on the MySQL or MariaDB server as its
+// administrator: the user that TASK_TEST_MYSQL_URL names, else root.
 func MySQLAdminExec(t testing.TB, statement string) {
 	t.Helper()
 	if err := mysqlAdminExec(context.Background(), statement); err != nil {
@@ -103,7 +106,7 @@ func openMySQL(t testing.TB, cfg *mysql.Config) *sql.DB {
 func startMySQL() {
 	dsn := os.Getenv(MySQLURLEnv)
 	if dsn == "" {
-		dsn, mysqlServer.skip = startMySQLContainer()
+		dsn, mysqlServer.skip = sharedMySQL()
 		if mysqlServer.skip != "" {
 			return
 		}
@@ -118,29 +121,57 @@ func startMySQL() {
 	mysqlServer.err = mysqlAdminExec(context.Background(), "SELECT 1")
 }
 
-// startMySQLContainer runs MySQL 8 in Docker through testcontainers-go's
-// MySQL module. The container lives as long as the test process.
-func startMySQLContainer() (dsn, skip string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if _, err := testcontainers.NewDockerProvider(); err != nil {
-		return "", fmt.Sprintf("%s is not set and no Docker engine answers (%v)", MySQLURLEnv, err)
+// sharedMySQL starts the server that the tests of this process share when
+// no DSN names one, and returns its DSN, or why there is none: a MariaDB
+// of testdb's own when MariaDB's binaries are installed (it lives as long
+// as the test process), else a MySQL container when a Docker engine
+// answers.
+func sharedMySQL() (dsn, skip string) {
+	c, err := startMariaDBCluster()
+	if err == nil {
+		mysqlServer.cluster = c
+		return c.AdminURL(), ""
 	}
-	c, err := tcmysql.Run(ctx, "mysql:8.4", tcmysql.WithUsername("root"), tcmysql.WithPassword("taskrepo"))
-	if err != nil {
-		return "", fmt.Sprintf("%s is not set and the MySQL container did not start (%v)", MySQLURLEnv, err)
+	if !errors.Is(err, errNoOwnServer) {
+		return "", fmt.Sprintf("%s is not set and %v", MySQLURLEnv, err)
 	}
-	dsn, err = c.ConnectionString(ctx)
-	if err != nil {
-		return "", fmt.Sprintf("container connection string: %v", err)
+	dsn, errContainer := startMySQLContainer()
+	if errContainer != nil {
+		return "", fmt.Sprintf("%s is not set, %v, and %v", MySQLURLEnv, err, errContainer)
 	}
 	return dsn, ""
 }
 
-func mysqlAdminExec(ctx context.Context, statement string) error {
-	db, err := sql.Open("mysql", mysqlServer.cfg.FormatDSN())
+// startMySQLContainer runs MySQL 8 in Docker through testcontainers-go's
+// MySQL module. The container lives as long as the test process.
+func startMySQLContainer() (dsn string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := testcontainers.NewDockerProvider(); err != nil {
+		return "", fmt.Errorf("no Docker engine answers (%w)", err)
+	}
+	c, err := tcmysql.Run(ctx, "mysql:8.4", tcmysql.WithUsername("root"), tcmysql.WithPassword("taskrepo"))
 	if err != nil {
-		return fmt.Errorf("open %s: %w", mysqlServer.cfg.Addr, err)
+		return "", fmt.Errorf("the MySQL container did not start (%w)", err)
+	}
+	dsn, err = c.ConnectionString(ctx)
+	if err != nil {
+		return "", fmt.Errorf("container connection string: %w", err)
+	}
+	return dsn, nil
+}
+
+// mysqlAdminExec runs statement on the shared server as its administrator.
+func mysqlAdminExec(ctx context.Context, statement string) error {
+	return mysqlExec(ctx, mysqlServer.cfg.FormatDSN(), statement)
+}
+
+// mysqlExec runs statement on a connection of its own to the server that
+// the go-sql-driver DSN dsn names.
+func mysqlExec(ctx context.Context, dsn, statement string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return fmt.Errorf("open a MySQL connection: %w", err)
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, statement); err != nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -25,8 +26,9 @@ import (
 // server is the PostgreSQL server shared by the tests of one process.
 var server struct {
 	once     sync.Once
-	url      string // maintenance database URL
-	template string // migrated template database
+	url      string   // maintenance database URL
+	template string   // migrated template database
+	cluster  *Cluster // testdb's own server, if it is one; reachable for its reaper's sake
 	err      error
 	skip     string
 }
@@ -72,6 +74,8 @@ func AdminPostgresURL(t testing.TB) string {
 	return server.url
 }
 
+// postgresServer starts or finds the shared server once, and skips or
+// fails t when there is none.
 func postgresServer(t testing.TB) {
 	t.Helper()
 	server.once.Do(startPostgres)
@@ -83,6 +87,9 @@ func postgresServer(t testing.TB) {
 	}
 }
 
+// postgresDatabase creates a fresh database for t on the shared server,
+// copied from the migrated template when migrated, drops it when t ends,
+// and returns its URL.
 func postgresDatabase(t testing.TB, migrated bool) string {
 	t.Helper()
 	postgresServer(t)
@@ -107,7 +114,7 @@ func postgresDatabase(t testing.TB, migrated bool) string {
 func startPostgres() {
 	server.url = os.Getenv(PostgresURLEnv)
 	if server.url == "" {
-		server.url, server.skip = startContainer()
+		server.url, server.skip = sharedPostgres()
 		if server.skip != "" {
 			return
 		}
@@ -115,24 +122,45 @@ func startPostgres() {
 	server.template, server.err = ensureTemplate(context.Background(), server.url)
 }
 
+// sharedPostgres starts the server that the tests of this process share
+// when no URL names one, and returns its maintenance URL, or why there is
+// none: a cluster of testdb's own when PostgreSQL's server binaries are
+// installed (it lives as long as the test process), else a container when
+// a Docker engine answers.
+func sharedPostgres() (url, skip string) {
+	c, err := startPostgresCluster(sharedPostgresSettings...)
+	if err == nil {
+		server.cluster = c
+		return c.AdminURL(), ""
+	}
+	if !errors.Is(err, errNoOwnServer) {
+		return "", fmt.Sprintf("%s is not set and %v", PostgresURLEnv, err)
+	}
+	url, errContainer := startContainer()
+	if errContainer != nil {
+		return "", fmt.Sprintf("%s is not set, %v, and %v", PostgresURLEnv, err, errContainer)
+	}
+	return url, ""
+}
+
 // startContainer runs PostgreSQL in Docker through testcontainers-go. The
 // container lives as long as the test process (Ryuk removes it).
-func startContainer() (dsn, skip string) {
+func startContainer() (dsn string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if _, err := testcontainers.NewDockerProvider(); err != nil {
-		return "", fmt.Sprintf("%s is not set and no Docker engine answers (%v)", PostgresURLEnv, err)
+		return "", fmt.Errorf("no Docker engine answers (%w)", err)
 	}
 	c, err := tcpostgres.Run(ctx, "postgres:15-alpine",
 		tcpostgres.WithDatabase("postgres"), tcpostgres.BasicWaitStrategies())
 	if err != nil {
-		return "", fmt.Sprintf("%s is not set and the PostgreSQL container did not start (%v)", PostgresURLEnv, err)
+		return "", fmt.Errorf("the PostgreSQL container did not start (%w)", err)
 	}
 	dsn, err = c.ConnectionString(ctx, "sslmode=disable")
 	if err != nil {
-		return "", fmt.Sprintf("container connection string: %v", err)
+		return "", fmt.Errorf("container connection string: %w", err)
 	}
-	return dsn, ""
+	return dsn, nil
 }
 
 // ensureTemplate creates a migrated template database named after the hash
@@ -192,6 +220,7 @@ func templateName() (string, error) {
 	return "taskrepo_template_" + hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
+// migrate applies taskrepo's PostgreSQL migrations to the database dbURL.
 func migrate(ctx context.Context, dbURL string) error {
 	db, err := sql.Open("pgx", dbURL)
 	if err != nil {
@@ -201,6 +230,7 @@ func migrate(ctx context.Context, dbURL string) error {
 	return migrations.Up(ctx, db, migrations.Postgres)
 }
 
+// adminExec runs statement on a connection of its own to adminURL.
 func adminExec(ctx context.Context, adminURL, statement string) error {
 	conn, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
@@ -223,6 +253,7 @@ func withDatabase(adminURL, name string) string {
 	return u.String()
 }
 
+// redact returns rawURL without its password, for messages.
 func redact(rawURL string) string {
 	if u, err := url.Parse(rawURL); err == nil {
 		return u.Redacted()

@@ -6,6 +6,9 @@ import (
 	"github.com/taskrepo/taskrepo/internal/testdb"
 )
 
+// TestPostgresGivesMigratedIsolatedDatabases checks that two calls of
+// Postgres give two different databases, migrated, with an empty
+// search_path: on the shared server, which without a URL is testdb's own.
 func TestPostgresGivesMigratedIsolatedDatabases(t *testing.T) {
 	t.Parallel()
 	a, b := testdb.Postgres(t), testdb.Postgres(t)

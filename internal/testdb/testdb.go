@@ -2,12 +2,25 @@
 // migrated database of its own, so tests run in parallel and never see each
 // other's tasks.
 //
-// PostgreSQL comes from TASK_TEST_POSTGRES_URL when it is set, else from
-// testcontainers-go when a Docker engine answers, else the test is skipped
-// with a message. TASK_TEST_REQUIRE_POSTGRES=1 turns the skip into a failure.
-// MySQL and MariaDB likewise come from TASK_TEST_MYSQL_URL (a go-sql-driver
-// DSN) or a MySQL container, TASK_TEST_REQUIRE_MYSQL=1 making them required.
-// SQLite needs nothing: every test gets a file in its temporary directory.
+// PostgreSQL comes from TASK_TEST_POSTGRES_URL when it is set, else from a
+// throwaway cluster of testdb's own when PostgreSQL's server binaries are
+// installed (initdb and postgres, on PATH or in /usr/lib/postgresql/*/bin),
+// else from testcontainers-go when a Docker engine answers, else the test
+// is skipped with a message. TASK_TEST_REQUIRE_POSTGRES=1 turns the skip
+// into a failure. MySQL and MariaDB likewise come from TASK_TEST_MYSQL_URL
+// (a go-sql-driver DSN), a MariaDB of testdb's own (mariadb-install-db and
+// mariadbd), or a MySQL container, TASK_TEST_REQUIRE_MYSQL=1 making them
+// required. SQLite needs nothing: every test gets a file in its temporary
+// directory.
+//
+// A server of testdb's own (Cluster) lives in a temporary directory
+// taskrepo-testdb-KIND-PID-* of os.TempDir(), listens on 127.0.0.1 on a
+// free port, and serves the tests of one process: the kernel stops it when
+// that process ends (Linux's parent-death signal; on other systems testdb
+// runs none), and a reaper process then removes the directory. When the
+// tests run as root, the servers run as the user "postgres" or "mysql"
+// (else "nobody"). OwnPostgres and OwnMySQL give a test a server of its
+// own that it may stop and start.
 //
 // testdb imports drivers, goose and testcontainers: unlike the rest of
 // internal/ it serves tests only.

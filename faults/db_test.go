@@ -1,0 +1,50 @@
+package faults
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/taskpg"
+)
+
+// faultTables are the user's tables of the fault tests: orders that
+// producers write with their tasks, and the effects that consumers write
+// in the transactions that complete tasks.
+var faultTables = []string{
+	"CREATE TABLE fault_order (id text PRIMARY KEY)",
+	`CREATE TABLE fault_effect (
+		identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL,
+		at timestamp NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'utc'))`,
+}
+
+// openFaultDB opens a pool on the database at url, creates the fault
+// tables and topics there, and returns the pool with a repository of the
+// test's own owner, registered.
+func openFaultDB(t *testing.T, url string, topics ...string) (*pgxpool.Pool, *taskpg.Repository) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for _, stmt := range faultTables {
+		if _, err := pool.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo, err := taskpg.New("fault-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Register(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range topics {
+		if _, err := repo.Initialize(ctx, pool, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool, repo
+}
