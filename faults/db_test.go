@@ -10,13 +10,17 @@ import (
 )
 
 // faultTables are the user's tables of the fault tests: orders that
-// producers write with their tasks, and the effects that consumers write
-// in the transactions that complete tasks.
+// producers write with their tasks, the effects that consumers write in
+// the transactions that complete tasks (with what became of the task, in
+// the soak), and the orders whose tasks the soak purged.
 var faultTables = []string{
 	"CREATE TABLE fault_order (id text PRIMARY KEY)",
 	`CREATE TABLE fault_effect (
-		identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL,
+		id bigserial PRIMARY KEY,
+		identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL, result text,
 		at timestamp NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'utc'))`,
+	"CREATE INDEX fault_effect_sequence ON fault_effect (sequence, id)",
+	"CREATE TABLE fault_purged (id text PRIMARY KEY)",
 }
 
 // openFaultDB opens a pool on the database at url, creates the fault

@@ -46,18 +46,34 @@ type producers struct {
 	failed    int
 	stop      chan struct{}
 	done      sync.WaitGroup
+	// orders returns the tasks of one transaction of producer, the ith:
+	// their identifiers name the orders written with them.
+	orders func(producer, i int) []taskapi.Creation
+	pace   time.Duration // between two transactions of a producer
+}
+
+// oneOrder is the orders of the restart and snapshot tests: one order,
+// with a task of the same name, per transaction.
+func oneOrder(producer, i int) []taskapi.Creation {
+	return []taskapi.Creation{{Identifier: fmt.Sprintf("order-%d-%d", producer, i)}}
 }
 
 func startProducers(pool *pgxpool.Pool, repo *taskpg.Repository, topic string, n int) *producers {
-	p := &producers{committed: map[string]bool{}, stop: make(chan struct{})}
-	for i := range n {
-		p.done.Go(func() { p.produce(pool, repo, topic, i) })
-	}
+	p := &producers{committed: map[string]bool{}, stop: make(chan struct{}), orders: oneOrder, pace: 2 * time.Millisecond}
+	p.start(pool, repo, topic, n)
 	return p
 }
 
-// produce pushes one order after another; a failed one is not retried
-// (its order may or may not exist: the commit's outcome is unknown).
+// start starts n producers.
+func (p *producers) start(pool *pgxpool.Pool, repo *taskpg.Repository, topic string, n int) {
+	for i := range n {
+		p.done.Go(func() { p.produce(pool, repo, topic, i) })
+	}
+}
+
+// produce pushes one transaction of orders after another; a failed one is
+// not retried (its orders may or may not exist: the commit's outcome is
+// unknown).
 func (p *producers) produce(pool *pgxpool.Pool, repo *taskpg.Repository, topic string, producer int) {
 	ctx := context.Background()
 	for i := 0; ; i++ {
@@ -66,25 +82,30 @@ func (p *producers) produce(pool *pgxpool.Pool, repo *taskpg.Repository, topic s
 			return
 		default:
 		}
-		order := fmt.Sprintf("order-%d-%d", producer, i)
+		creations := p.orders(producer, i)
 		err := taskpg.Transact(pool)(ctx, func(tx taskpg.DB) error {
-			if _, err := tx.Exec(ctx, "INSERT INTO fault_order (id) VALUES ($1)", order); err != nil {
-				return err
+			for _, c := range creations {
+				if _, err := tx.Exec(ctx, "INSERT INTO fault_order (id) VALUES ($1)", c.Identifier); err != nil {
+					return err
+				}
 			}
-			_, err := repo.Push(ctx, tx, topic, taskapi.Append, taskapi.Creation{Identifier: order})
+			_, err := repo.Push(ctx, tx, topic, taskapi.Append, creations...)
 			return err
 		})
 		p.mu.Lock()
-		if err == nil {
-			p.committed[order] = true
-		} else {
+		for _, c := range creations {
+			if err == nil {
+				p.committed[c.Identifier] = true
+			}
+		}
+		if err != nil {
 			p.failed++
 		}
 		p.mu.Unlock()
 		if err != nil {
 			time.Sleep(50 * time.Millisecond)
 		} else {
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(p.pace)
 		}
 	}
 }

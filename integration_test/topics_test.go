@@ -91,8 +91,9 @@ func inParallel(ctx context.Context, n int, fn func(ctx context.Context, i int) 
 // Those may fail, and then only as README says: with the error that tells
 // to call them on a pool, having changed nothing, the transaction usable.
 //
-// The test does not run in parallel with the other tests of its package:
-// it fills much of the server's lock table, which every session shares. It
+// It fills much of the server's lock table, which every session shares, so
+// it runs on a PostgreSQL of its own (testdb.OwnPostgres), in parallel
+// with the other tests of its package, whose servers it leaves alone. It
 // takes about five minutes, three and a half of them creating the topics:
 // attaching a partition costs in proportion to the partitions there are,
 // and attachments take turns on the task table. README's test command runs
@@ -101,8 +102,9 @@ func TestTopicsAtTenThousand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 10,000 topics; skipped in -short mode")
 	}
-	dbURL := testdb.PostgresURL(t)
-	pool := openScalePool(t, dbURL)
+	t.Parallel()
+	dbURL := testdb.OwnPostgres(t).URL()
+	pool := openPool(t, dbURL, scaleWorkers)
 	var setting string
 	if err := pool.QueryRow(t.Context(), "SHOW max_locks_per_transaction").Scan(&setting); err != nil {
 		t.Fatal(err)
@@ -130,16 +132,20 @@ func TestTopicsAtTenThousand(t *testing.T) {
 	t.Run("taskansi", func(t *testing.T) { spanningCallsOfTaskansi(t, s, dbURL) })
 }
 
-// openScalePool opens a pool on dbURL with an empty search_path, as
-// testdb.Postgres does.
-func openScalePool(t *testing.T, dbURL string) *pgxpool.Pool {
+// openPool opens a pool of conns connections on dbURL with an empty
+// search_path, as testdb.Postgres does, and the run-time parameters params,
+// names and values in turn.
+func openPool(t *testing.T, dbURL string, conns int32, params ...string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = ""
-	cfg.MaxConns = scaleWorkers
+	for i := 0; i+1 < len(params); i += 2 {
+		cfg.ConnConfig.RuntimeParams[params[i]] = params[i+1]
+	}
+	cfg.MaxConns = conns
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -61,28 +61,36 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 		return fmt.Errorf("limiter: %w", err)
 	}
 	m.giveBack(r.ctx)
+	m.reclaim(r.ctx, r)
+	m.polling.RLock()
 	tasks, err := m.poll(r.ctx)
+	var b *Batch
+	if len(tasks) > 0 {
+		b = m.newBatch(r, tasks, slot)
+	}
+	m.polling.RUnlock()
 	if err != nil {
+		m.pollFailed()
 		slot()
 		if r.loopCtx.Err() != nil {
 			return nil // the poll was cut short by Stop
 		}
 		return err
 	}
-	m.handOver(r, wake, tasks, slot)
+	m.handOver(r, wake, b, slot)
 	return nil
 }
 
-// handOver hands polled tasks to the handler, or waits the pause when there
-// are none.
-func (m *Manager[Tx]) handOver(r *run, wake chan struct{}, tasks []taskapi.Task, slot func()) {
-	if len(tasks) == 0 {
+// handOver hands a polled batch to the handler, or waits the pause when
+// the poll found nothing (b is nil).
+func (m *Manager[Tx]) handOver(r *run, wake chan struct{}, b *Batch, slot func()) {
+	if b == nil {
 		slot()
 		m.s.notify(Event{Kind: EventEmpty, Topic: m.topic})
 		m.wait(r, wake, m.due.wait(time.Now(), m.s.pause))
 		return
 	}
-	m.dispatch(r, m.newBatch(r, tasks, slot))
+	m.dispatch(r, b)
 }
 
 // wait waits d (for ever when d is zero) or until the loop is woken

@@ -186,6 +186,44 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 	}
 
+	all["APollThatCommittedButFailedStrandsNothing"] = func(t *testing.T, e *env[Tx]) {
+		// The first poll commits, but its caller sees an error, as when
+		// the connection breaks right after the COMMIT went out: its tasks
+		// are Active under a live owner with no batch to settle them. The
+		// loop must give them back before it polls again, and then run
+		// each of them once.
+		tasks := e.push(ids(5, 5)...)
+		var calls atomic.Int32
+		lost := func(ctx context.Context, fn func(tx Tx) error) error {
+			err := e.transact(ctx, fn)
+			if calls.Add(1) == 1 && err == nil {
+				return errors.New("connection lost after COMMIT")
+			}
+			return err
+		}
+		var mu sync.Mutex
+		decided := map[int64]int{}
+		m, err := taskproc.NewManager[Tx](e.repo, lost, topic, taskproc.Sequential(func(ctx context.Context, task taskapi.Task) (taskapi.Decision, error) {
+			mu.Lock()
+			decided[task.Sequence]++
+			mu.Unlock()
+			return taskapi.Decision{Result: taskapi.Success}, nil
+		}), taskproc.WithPause(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopWithin(t, m.Stop)
+		e.start(m)
+		e.allIn(len(tasks), taskapi.Succeeded)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, task := range tasks {
+			if decided[task.Sequence] != 1 {
+				t.Errorf("task %d was decided %d times, want once", task.Sequence, decided[task.Sequence])
+			}
+		}
+	}
+
 	all["LifecycleStartResumeActiveStop"] = func(t *testing.T, e *env[Tx]) {
 		m := e.manager(taskproc.Sequential(succeed), taskproc.WithPause(time.Hour))
 		if m.Active() || m.Resume() {

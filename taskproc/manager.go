@@ -44,6 +44,8 @@ type Manager[Tx any] struct {
 	stats      counters
 	due        *dueWatch
 	schedules  []schedule
+	unsure     atomic.Bool  // a poll failed and may have claimed tasks all the same (see reclaim)
+	polling    sync.RWMutex // read by polls until their batch is registered, written by reclaim
 
 	mu        sync.Mutex
 	run       *run // the current run; nil while stopped

@@ -1,9 +1,10 @@
 // Command worker is the consumer process of the fault tests: one taskproc
 // Client, an owner of its own, that processes one topic on PostgreSQL. For
 // each task it records an effect row in the transaction that completes
-// the task, so the tests can count how often a task's work committed. It
-// prints "ready" once started and stops cleanly on SIGTERM; the tests kill
-// it with SIGKILL to crash it.
+// the task, so the tests can count how often a task's work committed. With
+// -mix soak it decides each task as its input asks (see soak.go), with
+// retries and snoozes. It prints "ready" once started and stops cleanly on
+// SIGTERM; the tests kill it with SIGKILL to crash it.
 package main
 
 import (
@@ -29,13 +30,14 @@ func main() {
 	owner := flag.String("owner", "", "the owner's name")
 	expiry := flag.Duration("expiry", 2*time.Second, "taskproc.WithExpiry")
 	work := flag.Duration("work", 10*time.Millisecond, "how long a batch works before it completes")
+	mix := flag.String("mix", "effects", "how tasks are decided: effects (every task succeeds) or soak (as its input asks)")
 	flag.Parse()
-	if err := run(*database, *topic, *owner, *expiry, *work); err != nil {
+	if err := run(*database, *topic, *owner, *expiry, *work, *mix); err != nil {
 		log.Fatalf("worker %s: %v", *owner, err)
 	}
 }
 
-func run(database, topic, owner string, expiry, work time.Duration) error {
+func run(database, topic, owner string, expiry, work time.Duration, mix string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	pool, err := pgxpool.New(ctx, database)
@@ -47,14 +49,18 @@ func run(database, topic, owner string, expiry, work time.Duration) error {
 	if err != nil {
 		return err
 	}
-	client, err := taskproc.New(repo, taskpg.Transact(pool),
-		taskproc.WithExpiry(expiry), taskproc.WithRevival(), taskproc.WithHeartbeat(expiry/8),
-		taskproc.WithPause(20*time.Millisecond), taskproc.WithSize(20),
-		taskproc.WithNotifier(taskpg.NewNotifier(pool)))
+	handler, opts := effects(owner, work), []taskproc.Option(nil)
+	if mix == "soak" {
+		handler, opts = soak(owner, work), soakOptions
+	}
+	client, err := taskproc.New(repo, taskpg.Transact(pool), append([]taskproc.Option{
+		taskproc.WithExpiry(expiry), taskproc.WithRevival(), taskproc.WithHeartbeat(expiry / 8),
+		taskproc.WithPause(20 * time.Millisecond), taskproc.WithSize(20),
+		taskproc.WithNotifier(taskpg.NewNotifier(pool))}, opts...)...)
 	if err != nil {
 		return err
 	}
-	if err := client.Handle(topic, effects(owner, work)); err != nil {
+	if err := client.Handle(topic, handler); err != nil {
 		return err
 	}
 	if err := client.Start(ctx); err != nil {

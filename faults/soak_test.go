@@ -1,0 +1,236 @@
+//go:build soak
+
+package faults
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/internal/netproxy"
+	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
+)
+
+// The soak's settings: go test -tags soak ./faults -run TestSoak -soak.duration 10m.
+var (
+	soakDuration  = flag.Duration("soak.duration", time.Minute, "how long the soak injects faults")
+	soakProducers = flag.Int("soak.producers", 3, "producers, each pushing orders in transactions of its own")
+	soakConsumers = flag.Int("soak.consumers", 3, "consumer processes")
+	soakEvery     = flag.Duration("soak.check", 3*time.Second, "how often the invariants are checked")
+)
+
+const (
+	soakTopic  = "soak"
+	soakExpiry = 2 * time.Second
+	soakWork   = 30 * time.Millisecond
+)
+
+// soak is one soak run: its database, reached directly by the test and
+// through a proxy by producers and consumers, and what it has seen.
+type soak struct {
+	t         *testing.T
+	cluster   *testdb.Cluster
+	direct    *pgxpool.Pool
+	repo      *taskpg.Repository
+	proxy     *netproxy.Proxy
+	proxied   string
+	producers *producers
+	restarted time.Time // the last restart, by the goroutine that injects faults
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	next    int            // the number of the next worker
+	faults  map[string]int // faults injected, by kind
+	kills   []*kill        // crashes, with when their work resumed
+	checks  int            // invariant checks made
+	wrong   map[string]int // instances of broken invariants seen, by invariant
+}
+
+// TestSoak runs producers and consumer processes on one topic for
+// -soak.duration while faults of every kind are injected at random:
+// consumers killed with SIGKILL, connections cut, the topic paused and
+// drained, failed and suspended tasks revived, finished tasks purged,
+// ready tasks deferred, the database restarted; and the consumers
+// themselves retry, snooze, fail and suspend tasks. Every -soak.check the
+// invariants are checked (soak_check_test.go); at the end, once the faults
+// stop and the queue drains, every committed task has its one final
+// result. The figures are logged: run with -v.
+func TestSoak(t *testing.T) {
+	s := startSoak(t)
+	deadline := time.Now().Add(*soakDuration)
+	stopCheck := s.every(*soakEvery, func() { s.check(false) })
+	stopWatch := s.every(50*time.Millisecond, s.watchResumes)
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Duration(300+rand.IntN(600)) * time.Millisecond)
+		s.inject()
+	}
+	s.proxy.Restore()
+	s.producers.halt()
+	s.drain()
+	stopWatch()
+	stopCheck()
+	s.check(true)
+	s.stopWorkers()
+	s.report()
+}
+
+// startSoak starts the database of the soak, its proxy, producers and
+// consumers.
+func startSoak(t *testing.T) *soak {
+	s := &soak{t: t, workers: map[string]*worker{}, faults: map[string]int{}, wrong: map[string]int{}}
+	s.cluster = testdb.OwnPostgres(t)
+	s.direct, s.repo = openFaultDB(t, s.cluster.URL(), soakTopic)
+	proxy, proxied, err := netproxy.ForURL(s.cluster.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	s.proxy, s.proxied = proxy, proxied
+	for range *soakConsumers {
+		s.startWorker()
+	}
+	s.producers = &producers{committed: map[string]bool{}, stop: make(chan struct{}), orders: soakOrders, pace: 10 * time.Millisecond}
+	s.producers.start(pool(t, proxied), s.repo, soakTopic, *soakProducers)
+	return s
+}
+
+// soakFates are the inputs of the soak's tasks, each asking its consumer
+// for a decision (faults/worker/soak.go), weighted by how often they come.
+var soakFates = []string{
+	"success", "success", "success", "success", "success", "success",
+	"filter", "suspend", "fail", "flaky", "flaky", "sleepy",
+}
+
+// soakOrders are one transaction's orders: one to five tasks with random
+// fates, a few of them due up to two seconds later.
+func soakOrders(producer, i int) []taskapi.Creation {
+	creations := make([]taskapi.Creation, 1+rand.IntN(5))
+	for j := range creations {
+		creations[j] = taskapi.Creation{
+			Identifier: fmt.Sprintf("order-%d-%d-%d", producer, i, j),
+			Input:      soakFates[rand.IntN(len(soakFates))],
+		}
+		if rand.IntN(10) == 0 {
+			creations[j].NotBefore = time.Now().Add(time.Duration(rand.IntN(2000)) * time.Millisecond)
+		}
+	}
+	return creations
+}
+
+// startWorker starts one more consumer process, through the proxy.
+func (s *soak) startWorker() {
+	s.mu.Lock()
+	owner := fmt.Sprintf("soak-worker-%d", s.next)
+	s.next++
+	s.mu.Unlock()
+	w := startWorker(s.t, s.proxied, soakTopic, owner, "-mix", "soak", "-expiry", soakExpiry.String(), "-work", soakWork.String())
+	s.mu.Lock()
+	s.workers[owner] = w
+	s.mu.Unlock()
+}
+
+// every runs fn every interval in a goroutine of its own until the
+// returned function is called; that function returns once fn has.
+func (s *soak) every(interval time.Duration, fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ticker.C:
+				fn()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// drain waits until no task is left to run: none Ready, Active or Expired.
+func (s *soak) drain() {
+	ctx := context.Background()
+	deadline := time.Now().Add(settleWithin)
+	for {
+		counts, err := s.repo.Count(ctx, s.direct, taskapi.Total, taskapi.Counting{Topic: soakTopic,
+			States: []taskapi.State{taskapi.Active, taskapi.Ready, taskapi.Expired}}, taskapi.Unbounded)
+		if err == nil && len(counts[soakTopic]) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			active, _ := s.repo.Page(ctx, s.direct, soakTopic, taskapi.Listing{States: []taskapi.State{taskapi.Active}}, taskapi.Inception, 3, taskapi.Forward)
+			for _, info := range active {
+				s.t.Logf("task %d Active under %s", info.Sequence, info.Owner)
+			}
+			s.t.Fatalf("the queue did not drain within %v after the faults stopped: %v (%v)", settleWithin, counts[soakTopic], err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stopWorkers stops every live consumer cleanly.
+func (s *soak) stopWorkers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, w := range s.workers {
+		w.stop(s.t)
+	}
+}
+
+// report logs what the soak did: tasks pushed and runs, faults by kind,
+// checks and violations, and how long a crashed process's work took to
+// resume elsewhere.
+func (s *soak) report() {
+	ctx := context.Background()
+	var orders, runs, purged int64
+	err := s.direct.QueryRow(ctx, `SELECT (SELECT count(*) FROM fault_order), (SELECT count(*) FROM fault_effect),
+		(SELECT count(*) FROM fault_purged)`).Scan(&orders, &runs, &purged)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	counts, err := s.repo.Count(ctx, s.direct, taskapi.Total, taskapi.Counting{Topic: soakTopic}, taskapi.Unbounded)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Logf("soak of %v: %d tasks pushed in committed transactions (%d pushes failed), %d runs recorded, %d tasks purged; left: %v",
+		*soakDuration, orders, s.producers.failed, runs, purged, counts[soakTopic])
+	for _, kind := range slices.Sorted(maps.Keys(s.faults)) {
+		s.t.Logf("  fault %-16s %5d", kind, s.faults[kind])
+	}
+	violations := 0
+	for _, n := range s.wrong {
+		violations += n
+	}
+	s.t.Logf("%d invariant checks, %d violations", s.checks, violations)
+	var resumes []time.Duration
+	for _, k := range s.kills {
+		if len(k.held) > 0 && k.resumed > 0 {
+			resumes = append(resumes, k.resumed)
+		}
+	}
+	if len(resumes) == 0 {
+		s.t.Logf("no crash caught a consumer holding tasks")
+		return
+	}
+	slices.Sort(resumes)
+	s.t.Logf("a crashed consumer's work resumed elsewhere after p50 %v, p99 %v, max %v (%d crashes with tasks held; expiry %v)",
+		percentile(resumes, 50), percentile(resumes, 99), resumes[len(resumes)-1].Round(time.Millisecond), len(resumes), soakExpiry)
+}
+
+// percentile returns the pth percentile of sorted durations, rounded.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	return sorted[max(i-1, 0)].Round(time.Millisecond)
+}
