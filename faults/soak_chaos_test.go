@@ -87,6 +87,9 @@ func (s *soak) crash() error {
 	}
 	s.mu.Lock()
 	s.kills = append(s.kills, k)
+	if len(k.held) > 0 {
+		s.waiting[k] = slices.Clone(k.held)
+	}
 	s.mu.Unlock()
 	s.startWorker()
 	return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -176,20 +177,26 @@ func (s *soak) violated(invariant string, instances []string) {
 }
 
 // watchResumes notes, for each kill whose tasks have not all resumed yet,
-// whether they have: each completed, purged, or Active under another
-// owner.
+// which of them have: completed, purged, or Active under another owner.
+// A task counts as resumed once seen so, even if it comes back later (a
+// revival of its failure), and the kill's work has resumed once all of its
+// tasks have.
 func (s *soak) watchResumes() {
 	s.mu.Lock()
-	pending := slices.DeleteFunc(slices.Clone(s.kills), func(k *kill) bool { return k.resumed != 0 || len(k.held) == 0 })
+	pending := maps.Clone(s.waiting)
 	s.mu.Unlock()
-	for _, k := range pending {
-		var waiting int
-		err := s.direct.QueryRow(context.Background(), `SELECT count(*) FROM task WHERE topic = $1 AND sequence = ANY($2)
-			AND (state IN (1, 2) OR state = 0 AND (owner = $3 OR owner LIKE $3 || '#%'))`, soakTopic, k.held, k.owner).Scan(&waiting)
-		if err == nil && waiting == 0 {
-			s.mu.Lock()
-			k.resumed = time.Since(k.at)
-			s.mu.Unlock()
+	for k, seqs := range pending {
+		waiting, err := column(context.Background(), s.direct, `SELECT sequence::text FROM task WHERE topic = $1 AND sequence = ANY($2)
+			AND (state IN (1, 2) OR state = 0 AND (owner = $3 OR owner LIKE $3 || '#%'))`, soakTopic, seqs, k.owner)
+		if err != nil {
+			continue
 		}
+		seqs = slices.DeleteFunc(seqs, func(seq int64) bool { return !slices.Contains(waiting, strconv.FormatInt(seq, 10)) })
+		s.mu.Lock()
+		if s.waiting[k] = seqs; len(seqs) == 0 {
+			k.resumed = time.Since(k.at)
+			delete(s.waiting, k)
+		}
+		s.mu.Unlock()
 	}
 }

@@ -49,11 +49,12 @@ type soak struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker
-	next    int            // the number of the next worker
-	faults  map[string]int // faults injected, by kind
-	kills   []*kill        // crashes, with when their work resumed
-	checks  int            // invariant checks made
-	wrong   map[string]int // instances of broken invariants seen, by invariant
+	next    int               // the number of the next worker
+	faults  map[string]int    // faults injected, by kind
+	kills   []*kill           // crashes, with when their work resumed
+	waiting map[*kill][]int64 // of the kills whose work has not resumed yet, the tasks not yet resumed
+	checks  int               // invariant checks made
+	wrong   map[string]int    // instances of broken invariants seen, by invariant
 }
 
 // TestSoak runs producers and consumer processes on one topic for
@@ -87,7 +88,7 @@ func TestSoak(t *testing.T) {
 // startSoak starts the database of the soak, its proxy, producers and
 // consumers.
 func startSoak(t *testing.T) *soak {
-	s := &soak{t: t, workers: map[string]*worker{}, faults: map[string]int{}, wrong: map[string]int{}}
+	s := &soak{t: t, workers: map[string]*worker{}, faults: map[string]int{}, wrong: map[string]int{}, waiting: map[*kill][]int64{}}
 	s.cluster = testdb.OwnPostgres(t)
 	s.direct, s.repo = openFaultDB(t, s.cluster.URL(), soakTopic)
 	proxy, proxied, err := netproxy.ForURL(s.cluster.URL())
