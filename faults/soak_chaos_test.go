@@ -17,6 +17,12 @@ import (
 	"github.com/taskrepo/taskrepo/taskpg"
 )
 
+// injected is a fault injected, and when.
+type injected struct {
+	at   time.Time
+	kind string
+}
+
 // soakFault is one kind of fault; weight says how often it comes.
 type soakFault struct {
 	kind   string
@@ -52,6 +58,7 @@ func (s *soak) inject() {
 			return
 		}
 		s.mu.Lock()
+		s.timeline = append(s.timeline, injected{time.Now().UTC(), f.kind})
 		if err != nil {
 			s.faults[f.kind+" refused"]++
 		} else {

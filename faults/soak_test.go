@@ -47,14 +47,15 @@ type soak struct {
 	producers *producers
 	restarted time.Time // the last restart, by the goroutine that injects faults
 
-	mu      sync.Mutex
-	workers map[string]*worker
-	next    int               // the number of the next worker
-	faults  map[string]int    // faults injected, by kind
-	kills   []*kill           // crashes, with when their work resumed
-	waiting map[*kill][]int64 // of the kills whose work has not resumed yet, the tasks not yet resumed
-	checks  int               // invariant checks made
-	wrong   map[string]int    // instances of broken invariants seen, by invariant
+	mu       sync.Mutex
+	workers  map[string]*worker
+	next     int               // the number of the next worker
+	faults   map[string]int    // faults injected, by kind
+	kills    []*kill           // crashes, with when their work resumed
+	timeline []injected        // every fault injected, in order
+	waiting  map[*kill][]int64 // of the kills whose work has not resumed yet, the tasks not yet resumed
+	checks   int               // invariant checks made
+	wrong    map[string]int    // instances of broken invariants seen, by invariant
 }
 
 // TestSoak runs producers and consumer processes on one topic for
@@ -225,6 +226,7 @@ func (s *soak) report() {
 		s.t.Logf("no crash caught a consumer holding tasks")
 		return
 	}
+	s.logSlowResumes()
 	slices.Sort(resumes)
 	s.t.Logf("a crashed consumer's work resumed elsewhere after p50 %v, p99 %v, max %v (%d crashes with tasks held; expiry %v)",
 		percentile(resumes, 50), percentile(resumes, 99), resumes[len(resumes)-1].Round(time.Millisecond), len(resumes), soakExpiry)
@@ -234,4 +236,21 @@ func (s *soak) report() {
 func percentile(sorted []time.Duration, p int) time.Duration {
 	i := (len(sorted)*p + 99) / 100
 	return sorted[max(i-1, 0)].Round(time.Millisecond)
+}
+
+// logSlowResumes logs each crash whose work took more than three expiries
+// to resume, with the faults injected while it waited.
+func (s *soak) logSlowResumes() {
+	for _, k := range s.kills {
+		if k.resumed <= 3*soakExpiry {
+			continue
+		}
+		during := map[string]int{}
+		for _, f := range s.timeline {
+			if !f.at.Before(k.at) && f.at.Before(k.at.Add(k.resumed)) {
+				during[f.kind]++
+			}
+		}
+		s.t.Logf("the work of %s (%d tasks) resumed after %v; meanwhile: %v", k.owner, len(k.held), k.resumed.Round(time.Millisecond), during)
+	}
 }

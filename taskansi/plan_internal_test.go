@@ -95,6 +95,11 @@ SELECT '%s', 'old-' || g, 'in', %s FROM generate_series(1, %d) AS g`, topic, col
 			if pages > planSlack {
 				t.Errorf("statistics %s: the next due time of %s touched %d pages, want at most %d", statistics, topic, pages, planSlack)
 			}
+			pages = explainedPages(t, db, repo, repo.q.reviveSpan, repo.args(topic, int(taskapi.Expired), taskapi.Inception, taskapi.MaxSequence, 100)...)
+			t.Logf("statistics %s, revival of %s: %d pages", statistics, topic, pages)
+			if pages > planSlack {
+				t.Errorf("statistics %s: the revival of Expired tasks of %s, none, touched %d pages, want at most %d", statistics, topic, pages, planSlack)
+			}
 		}
 	}
 }
@@ -105,17 +110,30 @@ SELECT '%s', 'old-' || g, 'in', %s FROM generate_series(1, %d) AS g`, topic, col
 func nextDuePages(t *testing.T, db *sql.DB, repo *Repository, topic string) int64 {
 	t.Helper()
 	ctx := t.Context()
-	var text []byte
-	if err := db.QueryRowContext(ctx, repo.expand(testdb.ExplainPrefix+repo.q.nextDue), repo.args(topic, now{})...).Scan(&text); err != nil {
-		t.Fatalf("explain the next due time of %s: %v", topic, err)
-	}
-	_, pages, err := testdb.Pages(text)
-	if err != nil {
-		t.Fatalf("explain the next due time of %s: %v", topic, err)
-	}
+	pages := explainedPages(t, db, repo, repo.q.nextDue, repo.args(topic, now{})...)
 	next, err := repo.NextDue(ctx, db, topic)
 	if waiting := topic == "waiting"; err != nil || next.IsZero() == waiting {
 		t.Errorf("NextDue(%s) = %v, %v; want a time %v", topic, next, err, waiting)
+	}
+	return pages
+}
+
+// explainedPages returns the pages that query touches with args, under
+// EXPLAIN ANALYZE in a transaction that is rolled back.
+func explainedPages(t *testing.T, db *sql.DB, repo *Repository, query string, args ...any) int64 {
+	t.Helper()
+	tx, err := db.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	var text []byte
+	if err := tx.QueryRowContext(t.Context(), repo.expand(testdb.ExplainPrefix+query), args...).Scan(&text); err != nil {
+		t.Fatalf("explain %s: %v", query, err)
+	}
+	_, pages, err := testdb.Pages(text)
+	if err != nil {
+		t.Fatalf("explain %s: %v", query, err)
 	}
 	return pages
 }

@@ -38,6 +38,11 @@ import (
 // number: it must touch at most nextDuePages pages (the descent of the
 // index and the row of the entry it finds) in every run, also with the
 // planAhead tasks that wait ahead. A walk over them touches hundreds.
+//
+// A keeper with revival looks for Expired tasks every few seconds: with
+// none among the backlog and the tasks ahead, the look must touch at most
+// revivalPages pages (the descent of the index of expired tasks), where a
+// walk of the partition touches thousands.
 const (
 	planBacklog   = 20_000
 	planBatch     = 100
@@ -45,6 +50,7 @@ const (
 	planAhead     = 100_000
 	deferredSlack = 400
 	nextDuePages  = 10
+	revivalPages  = 10
 )
 
 // planRuns are the runs of every trap, one after the other: the tasks ahead
@@ -104,6 +110,7 @@ func TestHotStatementsStayOnTheirIndexes(t *testing.T) {
 					}
 					checkNextDuePages(t, db, repo, run.ahead > 0 && run.state == taskapi.Ready)
 					checkCompletePages(t, db, repo)
+					checkRevivalPages(t, db, repo)
 				})
 			}
 		})
@@ -157,6 +164,26 @@ func checkNextDuePages(t *testing.T, db *pgxpool.Pool, repo *Repository, waiting
 	next, err := repo.NextDue(ctx, db, "plan")
 	if err != nil || next.IsZero() == waiting {
 		t.Errorf("NextDue = %v, %v; want a time %v", next, err, waiting)
+	}
+}
+
+// checkRevivalPages checks the pages that a keeper's revival of Expired
+// tasks touches when there are none.
+func checkRevivalPages(t *testing.T, db *pgxpool.Pool, repo *Repository) {
+	t.Helper()
+	var plan []byte
+	err := db.QueryRow(t.Context(), testdb.ExplainPrefix+repo.q.reviveSpanReset, pgx.QueryExecModeExec,
+		"plan", int16(taskapi.Expired), taskapi.Inception, taskapi.MaxSequence, 100).Scan(&plan)
+	if err != nil {
+		t.Fatalf("revival: explain: %v", err)
+	}
+	_, pages, err := testdb.Pages(plan)
+	if err != nil {
+		t.Fatalf("revival: %v", err)
+	}
+	t.Logf("revival: %d pages", pages) // for the record, in -v
+	if pages > revivalPages {
+		t.Errorf("the revival of Expired tasks touched %d pages with none to revive, want at most %d", pages, revivalPages)
 	}
 }
 
