@@ -20,6 +20,7 @@ var faultTables = []string{
 		identifier text NOT NULL, sequence bigint NOT NULL, owner text NOT NULL, result text,
 		at timestamp NOT NULL DEFAULT (clock_timestamp() AT TIME ZONE 'utc'))`,
 	"CREATE INDEX fault_effect_sequence ON fault_effect (sequence, id)",
+	"CREATE INDEX fault_effect_identifier ON fault_effect (identifier)",
 	"CREATE TABLE fault_purged (id text PRIMARY KEY)",
 }
 
