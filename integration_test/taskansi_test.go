@@ -72,15 +72,20 @@ func openPostgres(t *testing.T) *sql.DB {
 func TestTaskansiSQLiteConformance(t *testing.T) {
 	b := ansiBackend(taskansi.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) })
 	b.SingleWriter = true
+	b.Block = sqliteBlock.ansi
 	conformance.Run(t, b)
 }
 
 func TestTaskansiPostgresConformance(t *testing.T) {
-	conformance.Run(t, ansiBackend(taskansi.Postgres, openPostgres))
+	b := ansiBackend(taskansi.Postgres, openPostgres)
+	b.Block = postgresBlock.ansi
+	conformance.Run(t, b)
 }
 
 func TestTaskansiMySQLConformance(t *testing.T) {
-	conformance.Run(t, ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB { return testdb.MySQL(t) }))
+	b := ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB { return testdb.MySQL(t) })
+	b.Block = mysqlBlock.ansi
+	conformance.Run(t, b)
 }
 
 // The tests below prove, per dialect, what the conformance suite cannot:

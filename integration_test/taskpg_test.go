@@ -30,6 +30,7 @@ func pgBackend(opts ...taskpg.Option) conformance.Backend[taskpg.DB] {
 			}
 			return tx, end, nil
 		},
+		Block: postgresBlock.pg,
 	}
 }
 

@@ -56,12 +56,14 @@ func (r *Repository) SetActivation(ctx context.Context, db DB, topic string, act
 		return wrapf(err, "set activation of %q to %v", topic, activation)
 	}
 	err := r.retrying(ctx, db, func(db DB) error {
-		stored, err := r.storeActivation(ctx, db, topic, activation)
-		err = foreignTopic(err)
-		if err == nil && stored == 0 {
-			err = r.mustBeKnown(ctx, db, topic)
-		}
-		return err
+		return r.sealed(ctx, db, func(db DB) error {
+			stored, err := r.storeActivation(ctx, db, topic, activation)
+			err = foreignTopic(err)
+			if err == nil && stored == 0 {
+				err = r.mustBeKnown(ctx, db, topic)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return wrapf(err, "set activation of %q to %v", topic, activation)
@@ -128,13 +130,17 @@ var laterOf = map[string]string{
 // (see laterOf), {now}, {greatest} and {wait} by the dialect's. These statements are
 // few and small; they are not built in New.
 func (r *Repository) fleetSQL(query string) string {
-	qualify := func(name string) string {
-		if r.schema == "" {
-			return name
-		}
-		return r.schema + "." + r.dialect.quoteIdentifier(name)
-	}
+	qualify := r.qualified
 	return r.expand(query, "{activation}", qualify("task_activation"), "{leader}", qualify("task_leader"),
 		"{topic}", qualify("task_topic"), "{later}", strings.ReplaceAll(laterOf[r.dialect.name], "{now}", r.dialect.now),
 		"{now}", r.dialect.now, "{greatest}", r.dialect.greatest, "{wait}", r.dialect.forUpdate)
+}
+
+// qualified returns the name of a table of the repository's schema,
+// qualified when a schema was named.
+func (r *Repository) qualified(name string) string {
+	if r.schema == "" {
+		return name
+	}
+	return r.schema + "." + r.dialect.quoteIdentifier(name)
 }

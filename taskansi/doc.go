@@ -77,9 +77,13 @@
 // than one statement run inside a transaction of their own: begun with
 // BeginTx on a *sql.DB or a *sql.Conn, a savepoint (SAVEPOINT, ROLLBACK TO
 // SAVEPOINT, RELEASE SAVEPOINT) inside a caller's *sql.Tx, ended even once
-// the call's context is done. An error of the server itself (a lost
-// connection, a deadlock) may abort a caller's transaction as the database
-// does. Deadlocks, serialization failures, lock wait timeouts and
+// the call's context is done. Single-statement writes on a *sql.DB or a
+// *sql.Conn run in a transaction of their own too, which the call commits
+// once the statement has succeeded: run alone, a statement that waits for
+// a lock when the call gives up on it would still commit once the lock is
+// free, though the call reported an error. An error of the server itself
+// (a lost connection, a deadlock) may abort a caller's transaction as the
+// database does. Deadlocks, serialization failures, lock wait timeouts and
 // SQLITE_BUSY are taskapi.ErrConflict; a call that ran in a transaction of
 // its own retries them a few times first.
 //

@@ -113,10 +113,10 @@ func (r *Repository) leaseArgs(args ...any) []any {
 // SQLite after the write lock, so that the process's clock is read while
 // the statement's transaction holds it; on MySQL in a transaction, so that
 // the row the decision locked stays locked until it is read back. On
-// PostgreSQL the decision is one statement on its own.
+// PostgreSQL the decision is one statement, sealed (see sealed).
 func (r *Repository) leaseUnit(ctx context.Context, db DB, fn func(tx DB) error) error {
 	if r.dialect.name == "postgres" {
-		return fn(db)
+		return r.sealed(ctx, db, fn)
 	}
 	return r.atomic(ctx, db, fn)
 }

@@ -39,7 +39,7 @@ func (r *Repository) register(ctx context.Context, tx DB) (bool, error) {
 	err := tx.QueryRowContext(ctx, r.expand(r.q.priorIncarnation), r.owner).Scan(&prior)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		n, err := affected(tx.ExecContext(ctx, r.expand(r.q.register), r.args(r.owner, now{}, r.incarnation)...))
+		n, err := r.sealedExec(ctx, tx, r.expand(r.q.register), r.args(r.owner, now{}, r.incarnation)...)
 		if err != nil || n > 0 {
 			return n > 0, err
 		}
@@ -51,7 +51,7 @@ func (r *Repository) register(ctx context.Context, tx DB) (bool, error) {
 			return false, err
 		}
 	}
-	_, err = tx.ExecContext(ctx, r.expand(r.q.reregister), r.args(now{}, r.incarnation, r.owner)...)
+	_, err = r.sealedExec(ctx, tx, r.expand(r.q.reregister), r.args(now{}, r.incarnation, r.owner)...)
 	return false, err
 }
 
@@ -107,13 +107,15 @@ func (r *Repository) expireLocked(ctx context.Context, tx DB, query string, chun
 // Heartbeat refreshes this owner's heartbeat.
 func (r *Repository) Heartbeat(ctx context.Context, db DB) error {
 	err := r.retrying(ctx, db, func(db DB) error {
-		n, err := affected(db.ExecContext(ctx, r.expand(r.q.heartbeat), r.args(now{}, r.owner)...))
-		if err == nil && n == 0 {
-			// MySQL counts the rows changed, not the rows found: a heartbeat
-			// within the same microsecond changes nothing.
-			err = r.mustExist(ctx, db)
-		}
-		return err
+		return r.sealed(ctx, db, func(db DB) error {
+			n, err := affected(db.ExecContext(ctx, r.expand(r.q.heartbeat), r.args(now{}, r.owner)...))
+			if err == nil && n == 0 {
+				// MySQL counts the rows changed, not the rows found: a
+				// heartbeat within the same microsecond changes nothing.
+				err = r.mustExist(ctx, db)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return wrapf(err, "heartbeat of owner %q", r.owner)
@@ -216,7 +218,7 @@ func (r *Repository) PurgeOwners(ctx context.Context, db DB, after time.Duration
 		if r.dialect.partitioned {
 			n, err = r.purgeHolders(ctx, db, after)
 		} else {
-			n, err = affected(db.ExecContext(ctx, r.expand(r.q.purgeOwners), r.args(r.owner, ago(after))...))
+			n, err = r.sealedExec(ctx, db, r.expand(r.q.purgeOwners), r.args(r.owner, ago(after))...)
 		}
 		return err
 	})

@@ -217,12 +217,12 @@ func (r *Repository) Resolve(ctx context.Context, db DB, at time.Time, preceding
 	if r.dialect.partitioned {
 		var err error
 		if topics, err = r.allTopics(ctx, db); err != nil {
-			return 0, wrapf(err, "resolve %v", at)
+			return 0, wrapf(err, "resolve %v", at.UTC())
 		}
 	}
 	sequence, err := r.resolve(ctx, db, topics, true, at, preceding)
 	if err != nil {
-		return 0, wrapf(err, "resolve %v", at)
+		return 0, wrapf(err, "resolve %v", at.UTC())
 	}
 	return sequence, nil
 }
@@ -257,11 +257,11 @@ func (r *Repository) resolve(ctx context.Context, db DB, topics []string, all bo
 // instantiate from a *sql.DB, reading the one topic.
 func (r *Repository) PageAt(ctx context.Context, db DB, topic string, listing taskapi.Listing, t time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
 	if err := check.Page(topic, listing, direction); err != nil {
-		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t.UTC())
 	}
 	at, err := r.resolve(ctx, db, []string{topic}, false, t, direction == taskapi.Backward)
 	if err != nil {
-		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t.UTC())
 	}
 	cursor, ok := batch.PageCursor(at, direction)
 	if !ok {

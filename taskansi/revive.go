@@ -190,11 +190,7 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 	if from == to.State() || span.Empty() {
 		return 0, nil
 	}
-	var n int64
-	err = r.retrying(ctx, db, func(db DB) (err error) {
-		n, err = affected(db.ExecContext(ctx, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To)...))
-		return err
-	})
+	n, err := r.written(ctx, db, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To)...)
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}

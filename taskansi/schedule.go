@@ -43,11 +43,7 @@ func (r *Repository) Advance(ctx context.Context, db DB, topic, name string, fro
 	if !from.IsZero() {
 		query, args = r.q.scheduleMove, []any{timeParameter(to), topic, name, timeParameter(from)}
 	}
-	var n int64
-	err := r.retrying(ctx, db, func(db DB) (err error) {
-		n, err = affected(db.ExecContext(ctx, r.expand(query), args...))
-		return err
-	})
+	n, err := r.written(ctx, db, r.expand(query), args...)
 	if err != nil {
 		return false, wrapf(err, "advance schedule %q of %q from %v to %v", name, topic, from.UTC(), to.UTC())
 	}

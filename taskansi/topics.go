@@ -2,7 +2,9 @@ package taskansi
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -42,11 +44,7 @@ func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic 
 	if err := check.Topic(topic); err != nil {
 		return false, wrapf(err, format, topic)
 	}
-	var n int64
-	err := r.retrying(ctx, db, func(db DB) (err error) {
-		n, err = affected(db.ExecContext(ctx, r.expand(query), topic))
-		return err
-	})
+	n, err := r.written(ctx, db, r.expand(query), topic)
 	if err != nil {
 		return false, wrapf(err, format, topic)
 	}
@@ -67,11 +65,7 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 	if err := check.Topic(topic); err != nil {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
-	err := r.retrying(ctx, db, func(db DB) error {
-		_, err := db.ExecContext(ctx, r.expand(r.q.purgeAll), topic)
-		return err
-	})
-	if err != nil {
+	if _, err := r.written(ctx, db, r.expand(r.q.purgeAll), topic); err != nil {
 		return wrapf(err, "purge all tasks of %q", topic)
 	}
 	return nil
@@ -100,7 +94,7 @@ func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskap
 		return 0, nil
 	}
 	query := r.expand(r.q.purge, "{list}", marks(len(states)))
-	n, err := r.deleted(ctx, db, query, appendArgs([]any{topic, span.From, span.To}, ordinals(states)...))
+	n, err := r.written(ctx, db, query, appendArgs([]any{topic, span.From, span.To}, ordinals(states)...)...)
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q", topic)
 	}
@@ -115,25 +109,39 @@ func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t tim
 		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
 	}
 	query := r.expand(r.q.purgeBefore, "{list}", marks(len(defaultPurged)))
-	n, err := r.deleted(ctx, db, query, appendArgs([]any{topic, timeParameter(t)}, ordinals(defaultPurged)...))
+	n, err := r.written(ctx, db, query, appendArgs([]any{topic, timeParameter(t)}, ordinals(defaultPurged)...)...)
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
 	}
 	return n, nil
 }
 
-// errRefreshCommits is Refresh's error inside a caller's transaction on MySQL.
-var errRefreshCommits = fmt.Errorf("ANALYZE TABLE would commit your transaction: call Refresh outside a transaction: %w", taskapi.ErrInvalidArgument)
-
-// deleted runs a statement that deletes tasks and returns how many it did.
-func (r *Repository) deleted(ctx context.Context, db DB, query string, args []any) (int64, error) {
-	var n int64
-	err := r.retrying(ctx, db, func(db DB) (err error) {
-		n, err = affected(db.ExecContext(ctx, query, args...))
+// analyzed reads what ANALYZE reported. MySQL reports a row per table
+// (Table, Op, Msg_type, Msg_text), and a failure, such as a lock wait
+// timeout, as a row of Msg_type "Error", not as an error of the statement.
+func analyzed(rows *sql.Rows) error {
+	columns, err := rows.Columns()
+	if err != nil || len(columns) != 4 {
+		rows.Close()
+		return err
+	}
+	var failures []string
+	err = forEachRow(rows, func(scan func(...any) error) error {
+		var table, op, kind, text sql.NullString
+		err := scan(&table, &op, &kind, &text)
+		if strings.EqualFold(kind.String, "error") {
+			failures = append(failures, table.String+": "+text.String)
+		}
 		return err
 	})
-	return n, err
+	if err == nil && len(failures) > 0 {
+		err = fmt.Errorf("ANALYZE TABLE failed: %s", strings.Join(failures, "; "))
+	}
+	return err
 }
+
+// errRefreshCommits is Refresh's error inside a caller's transaction on MySQL.
+var errRefreshCommits = fmt.Errorf("ANALYZE TABLE would commit your transaction: call Refresh outside a transaction: %w", taskapi.ErrInvalidArgument)
 
 // Refresh gathers the planner statistics of the tables (ANALYZE); on
 // PostgreSQL those of the partitions of every topic, a few dozen at a time,
@@ -152,8 +160,8 @@ func (r *Repository) Refresh(ctx context.Context, db DB) error {
 	}
 	refresh := func(db DB, chunk []string) (int64, error) {
 		rows, err := db.QueryContext(ctx, r.expand(r.q.refresh, "{list}", marks(len(chunk))), appendArgs(nil, chunk...)...)
-		if err == nil { // MySQL reports a row per table
-			err = rows.Close()
+		if err == nil {
+			err = analyzed(rows)
 		}
 		return 0, err
 	}

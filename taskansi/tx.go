@@ -93,6 +93,41 @@ func (r *Repository) atomic(ctx context.Context, db DB, fn func(tx DB) error) er
 	return r.unit(ctx, db, fn, false)
 }
 
+// sealed runs fn, a write of a single statement, in a transaction of its
+// own on a handle of the call's own, which it commits once fn has
+// succeeded: the server then commits only on the call's word. Run alone,
+// in autocommit, a statement that waits for a lock when the call gives up
+// on it (its context ends, and the driver drops the connection) would still
+// run, and commit, once the lock is free, though the call reported an
+// error. Inside a caller's transaction fn runs as it is, a part of it.
+func (r *Repository) sealed(ctx context.Context, db DB, fn func(db DB) error) error {
+	if inside(db) {
+		return fn(db)
+	}
+	return r.atomic(ctx, db, fn)
+}
+
+// sealedExec runs query, a write of a single statement, with args, sealed,
+// and returns how many rows it changed.
+func (r *Repository) sealedExec(ctx context.Context, db DB, query string, args ...any) (int64, error) {
+	var n int64
+	err := r.sealed(ctx, db, func(db DB) (err error) {
+		n, err = affected(db.ExecContext(ctx, query, args...))
+		return err
+	})
+	return n, err
+}
+
+// written runs sealedExec, again on conflicts (see retrying).
+func (r *Repository) written(ctx context.Context, db DB, query string, args ...any) (int64, error) {
+	var n int64
+	err := r.retrying(ctx, db, func(db DB) (err error) {
+		n, err = r.sealedExec(ctx, db, query, args...)
+		return err
+	})
+	return n, err
+}
+
 // unit runs fn as atomic does, and rolls back also when fn succeeds if letGo
 // is set: for reads whose locks must not pile up.
 func (r *Repository) unit(ctx context.Context, db DB, fn func(tx DB) error, letGo bool) error {

@@ -48,7 +48,9 @@ func (r *Repository) SetActivation(ctx context.Context, db DB, topic string, act
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		var stored int64
-		err := db.QueryRow(ctx, r.fleetSQL(activationUpsert), topic, int16(activation), ActivationChannel(r.plain)).Scan(&stored)
+		err := sealed(ctx, db, func(db DB) error {
+			return db.QueryRow(ctx, r.fleetSQL(activationUpsert), topic, int16(activation), ActivationChannel(r.plain)).Scan(&stored)
+		})
 		if err == nil && stored == 0 {
 			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
 		}

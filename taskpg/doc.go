@@ -30,7 +30,13 @@
 // context is done (for at most ten seconds). Statements that must see what
 // others committed before them (a conditional poll, a push that marks older
 // tasks) go in one round trip after the statement that takes their lock.
-// An error of the server itself (a lost connection, a cancelled statement, a
+// On a pool or a connection outside a transaction, every write runs in a
+// transaction that the call begins (BEGIN goes in the round trip of its
+// statements) and commits once they have succeeded: a statement that the
+// server still runs after the call gave up on it (its context ended while
+// the statement waited for a lock, and pgx dropped the connection) then
+// commits nothing, where in an implicit transaction it would commit once
+// the lock is free. An error of the server itself (a lost connection, a cancelled statement, a
 // deadlock) aborts the caller's transaction as PostgreSQL always does.
 // Deadlocks and serialization failures are taskapi.ErrConflict; a call that
 // ran in a transaction of its own retries them a few times first.

@@ -65,12 +65,15 @@ func (r *Repository) Lead(ctx context.Context, db DB, topic string, ttl time.Dur
 	if err := check.Lease(topic, ttl); err != nil {
 		return taskapi.Term{}, false, wrapf(err, "lead topic %q", topic)
 	}
-	t, err := retrying(ctx, db, func() (tenure, error) {
-		term, found, err := scanTerm(db.QueryRow(ctx, r.fleetSQL(leadTerm), topic, r.owner, ttl.Microseconds()), topic)
-		if err != nil || found {
-			return tenure{term, found}, err
+	t, err := retrying(ctx, db, func() (t tenure, err error) {
+		err = sealed(ctx, db, func(db DB) (err error) {
+			t.term, t.ok, err = scanTerm(db.QueryRow(ctx, r.fleetSQL(leadTerm), topic, r.owner, ttl.Microseconds()), topic)
+			return err
+		})
+		if err != nil || t.ok {
+			return t, err
 		}
-		term, found, err = scanTerm(db.QueryRow(ctx, r.fleetSQL(leaderTerm), topic), topic)
+		term, found, err := scanTerm(db.QueryRow(ctx, r.fleetSQL(leaderTerm), topic), topic)
 		if err == nil && !found {
 			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
 		}
@@ -92,10 +95,13 @@ func (r *Repository) Renew(ctx context.Context, db DB, term taskapi.Term, ttl ti
 	if term.Owner != r.owner {
 		return taskapi.Term{}, false, nil
 	}
-	t, err := retrying(ctx, db, func() (tenure, error) {
-		row := db.QueryRow(ctx, r.fleetSQL(renewTerm), term.Topic, r.owner, term.Number, ttl.Microseconds())
-		renewed, ok, err := scanTerm(row, term.Topic)
-		return tenure{renewed, ok}, err
+	t, err := retrying(ctx, db, func() (t tenure, err error) {
+		err = sealed(ctx, db, func(db DB) (err error) {
+			row := db.QueryRow(ctx, r.fleetSQL(renewTerm), term.Topic, r.owner, term.Number, ttl.Microseconds())
+			t.term, t.ok, err = scanTerm(row, term.Topic)
+			return err
+		})
+		return t, err
 	})
 	if err != nil {
 		return taskapi.Term{}, false, wrapf(err, "renew term %d of %q", term.Number, term.Topic)
@@ -113,7 +119,7 @@ func (r *Repository) Concede(ctx context.Context, db DB, term taskapi.Term) erro
 		return nil
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		_, err := db.Exec(ctx, r.fleetSQL(concedeTerm), term.Topic, r.owner, term.Number)
+		_, err := exec(ctx, db, r.fleetSQL(concedeTerm), term.Topic, r.owner, term.Number)
 		return struct{}{}, err
 	})
 	if err != nil {

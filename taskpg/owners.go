@@ -44,7 +44,9 @@ func (r *Repository) register(ctx context.Context, db DB) (bool, error) {
 		}
 	}
 	var inserted bool
-	err = db.QueryRow(ctx, r.q.register, r.owner, r.incarnation).Scan(&inserted, &prior)
+	err = sealed(ctx, db, func(db DB) error {
+		return db.QueryRow(ctx, r.q.register, r.owner, r.incarnation).Scan(&inserted, &prior)
+	})
 	return inserted, err
 }
 
@@ -67,7 +69,7 @@ func (r *Repository) expireEarlierLife(ctx context.Context, db DB) error {
 // Heartbeat refreshes this owner's heartbeat.
 func (r *Repository) Heartbeat(ctx context.Context, db DB) error {
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		tag, err := db.Exec(ctx, r.q.heartbeat, r.owner)
+		tag, err := exec(ctx, db, r.q.heartbeat, r.owner)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = taskapi.ErrUnknownOwner
 		}
@@ -188,6 +190,8 @@ func (r *Repository) purgeOwners(ctx context.Context, db DB, after time.Duration
 		return 0, err
 	}
 	var n int64
-	err = db.QueryRow(ctx, r.q.purgeOwners, r.owner, after.Microseconds(), slices.Sorted(maps.Keys(free))).Scan(&n)
+	err = sealed(ctx, db, func(db DB) error {
+		return db.QueryRow(ctx, r.q.purgeOwners, r.owner, after.Microseconds(), slices.Sorted(maps.Keys(free))).Scan(&n)
+	})
 	return n, err
 }

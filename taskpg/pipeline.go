@@ -25,7 +25,8 @@ type step struct {
 // PostgreSQL plans for their arguments every time: a prepared statement's
 // generic plan would lock every partition of task, and fits the tables as
 // they were when it was made. Where db is a pool or a connection outside a
-// transaction, the steps share one implicit transaction; inside a caller's
+// transaction, the steps share the implicit transaction of their round
+// trip, guarded against ctx's end (see guard); inside a caller's
 // transaction they are part of it. A step that fails skips the steps after
 // it. Any other implementation of DB runs the steps one by one in a
 // transaction of its own.
@@ -38,6 +39,72 @@ func pipeline(ctx context.Context, db DB, steps ...step) error {
 		return atomic(ctx, db, func(tx DB) error { return stepByStep(ctx, tx, steps) })
 	}
 	defer release()
+	if scopeOf(db) == own {
+		return guard(ctx, conn, func(ctx context.Context) error { return sendSteps(ctx, conn, steps) })
+	}
+	return sendSteps(ctx, conn, steps)
+}
+
+// cancelPatience is how long a call that its context gave up on waits for
+// the server to stop its statement before it cuts the connection.
+const cancelPatience = 2 * time.Second
+
+// guard runs call, one round trip on conn, a connection outside any
+// transaction: its statements share the round trip's implicit
+// transaction, which the server commits when it reads the round trip's
+// end. Were pgx left to watch ctx, it would cut the connection once ctx
+// ends, and a statement that waits for a lock would still run, and commit,
+// once the lock is free, though the call reported an error. So guard
+// watches ctx itself, and call gets a context that pgx does not watch:
+// when ctx ends, a cancel request asks the server to stop the statement,
+// which rolls the implicit transaction back, and the call reports ctx's
+// error; a round trip that ended without an error committed, and the call
+// says so. The connection is closed afterwards, so that a late cancel
+// request never stops another statement. A server that does not answer
+// within cancelPatience is cut off, and then, as with any connection that
+// breaks, the outcome is unknown.
+func guard(ctx context.Context, conn *pgx.Conn, call func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ended, gaveUp := make(chan struct{}), make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(gaveUp)
+		stopStatement(conn, ended)
+	})
+	err := call(context.WithoutCancel(ctx))
+	close(ended)
+	if stop() { // ctx did not end meanwhile
+		return err
+	}
+	<-gaveUp
+	closeCtx, cancel := context.WithTimeout(context.Background(), cancelPatience)
+	defer cancel()
+	_ = conn.Close(closeCtx)
+	if err != nil {
+		return fmt.Errorf("%w (the server stopped the statement: %w)", context.Cause(ctx), err)
+	}
+	return nil
+}
+
+// stopStatement asks the server of conn to stop the statement it runs, and
+// cuts the connection unless the round trip has ended within
+// cancelPatience.
+func stopStatement(conn *pgx.Conn, ended <-chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), cancelPatience)
+	defer cancel()
+	if conn.PgConn().CancelRequest(ctx) == nil {
+		select {
+		case <-ended:
+			return
+		case <-ctx.Done():
+		}
+	}
+	_ = conn.PgConn().Conn().SetDeadline(time.Now())
+}
+
+// sendSteps sends steps on conn in one round trip and scans their results.
+func sendSteps(ctx context.Context, conn *pgx.Conn, steps []step) error {
 	m := conn.TypeMap()
 	b := &pgconn.Batch{}
 	for _, s := range steps {
@@ -154,8 +221,15 @@ func timestamp(t time.Time) pgtype.Timestamp {
 	return pgtype.Timestamp{Time: t.UTC(), Valid: true}
 }
 
-// exec and query run a statement planned per call (see pipeline).
+// exec and query run a statement planned per call (see pipeline); where db
+// is a pool or a connection outside a transaction, exec runs its statement
+// as a pipeline does, guarded against ctx's end.
 func exec(ctx context.Context, db DB, sql string, args ...any) (pgconn.CommandTag, error) {
+	if scopeOf(db) == own {
+		var tag pgconn.CommandTag
+		err := pipeline(ctx, db, step{sql: sql, args: args, tag: &tag})
+		return tag, err
+	}
 	return db.Exec(ctx, sql, append([]any{pgx.QueryExecModeExec}, args...)...)
 }
 

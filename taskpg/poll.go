@@ -51,23 +51,23 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 }
 
 func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, order taskapi.Order, condition taskapi.Condition) ([]taskapi.Task, error) {
-	if condition == taskapi.Unconditional {
-		rows, _ := query(ctx, db, r.q.poll[order][0], topic, r.owner, size)
-		return pgx.CollectRows(rows, scanTask)
-	}
-	// The lock and the poll in one round trip: outside a transaction they
-	// share an implicit one, which holds the lock until the poll is
-	// committed, and the poll's snapshot is taken once the lock is held.
-	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
 	var (
 		tasks []taskapi.Task
 		t     taskapi.Task
 	)
-	err := pipeline(ctx, db,
-		step{sql: pollLock, args: []any{r.pollKey(topic)}},
-		step{sql: r.q.poll[order][1], args: []any{topic, r.owner, size, blocking},
-			dest: []any{&t.Sequence, &t.Identifier, &t.Input},
-			each: func() error { tasks = append(tasks, t); return nil }})
+	poll := step{sql: r.q.poll[order][0], args: []any{topic, r.owner, size},
+		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
+		each: func() error { tasks = append(tasks, t); return nil }}
+	if condition == taskapi.Unconditional {
+		err := pipeline(ctx, db, poll)
+		return tasks, err
+	}
+	// The lock and the poll in one round trip, in one transaction, which
+	// holds the lock until the poll is committed; the poll's snapshot is
+	// taken once the lock is held.
+	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
+	poll.sql, poll.args = r.q.poll[order][1], append(poll.args, blocking)
+	err := pipeline(ctx, db, step{sql: pollLock, args: []any{r.pollKey(topic)}}, poll)
 	return tasks, err
 }
 
@@ -87,12 +87,6 @@ func (r *Repository) mustExist(ctx context.Context, db DB) error {
 		return fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
 	}
 	return nil
-}
-
-func scanTask(row pgx.CollectableRow) (taskapi.Task, error) {
-	var t taskapi.Task
-	err := row.Scan(&t.Sequence, &t.Identifier, &t.Input)
-	return t, err
 }
 
 // Complete records the decisions in one statement that writes only when every

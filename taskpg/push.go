@@ -96,8 +96,33 @@ func (r *Repository) store(ctx context.Context, db DB, sql *pushStatements, topi
 // sequences, none for an unknown topic. It touches no other task, so it may
 // come from a prepared statement's generic plan.
 func (r *Repository) appendRows(ctx context.Context, db DB, sql *pushStatements, topic string, rows taskRows) ([]int64, error) {
-	result, _ := db.Query(ctx, sql.push[taskapi.Append], rows.arrays(topic)...)
-	return collectSequences(result, rows.len())
+	return storedSequences(ctx, db, rows.len(), sql.push[taskapi.Append], rows.arrays(topic)...)
+}
+
+// storedSequences runs query, a push that returns the sequences of the n
+// tasks it stores, with args, and returns them, as a statement of pgx,
+// which may be prepared; where db is a pool or a connection outside a
+// transaction, guarded against ctx's end (see guard).
+func storedSequences(ctx context.Context, db DB, n int, query string, args ...any) ([]int64, error) {
+	collect := func(ctx context.Context, db DB) ([]int64, error) {
+		result, _ := db.Query(ctx, query, args...)
+		return collectSequences(result, n)
+	}
+	if scopeOf(db) != own {
+		return collect(ctx, db)
+	}
+	conn, release, err := connOf(ctx, db)
+	var sequences []int64
+	switch {
+	case err != nil:
+		return nil, err
+	case conn == nil: // another implementation of DB
+		err = atomic(ctx, db, func(tx DB) (err error) { sequences, err = collect(ctx, tx); return err })
+		return sequences, err
+	}
+	defer release()
+	err = guard(ctx, conn, func(ctx context.Context) (err error) { sequences, err = collect(ctx, conn); return err })
+	return sequences, err
 }
 
 // insertRows runs the push statement of an insertion mode that changes
@@ -152,8 +177,7 @@ func (r *Repository) insertOne(ctx context.Context, db DB, sql *pushStatements, 
 	if scopeOf(db) == own {
 		query = sql.pushOneAlone
 	}
-	result, _ := db.Query(ctx, query, rows.row(topic, 0)...)
-	return collectSequences(result, 1)
+	return storedSequences(ctx, db, 1, query, rows.row(topic, 0)...)
 }
 
 // taskRows are the columns of the tasks that a push stores, in the order of

@@ -436,6 +436,7 @@ type queries struct {
 	page                                           [2]string // by Direction
 	count                                          [2]string // by Snapshot
 	results, resolveFollowing, resolvePreceding    string
+	ready                                          readyQueries
 }
 
 // newQueries returns the queries for the quoted schema, skipping locked rows
@@ -497,5 +498,6 @@ func newQueries(schema string, exclusive bool) queries {
 	q.count[taskapi.Recent] = v(count, "{distinct}", "DISTINCT ON (topic, identifier)",
 		"{distinctOrder}", "ORDER BY topic, identifier, sequence DESC")
 	q.results, q.resolveFollowing, q.resolvePreceding = sub(results), sub(resolveFollowing), sub(resolvePreceding)
+	q.ready = newReadyQueries(sub)
 	return q
 }

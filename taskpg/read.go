@@ -40,8 +40,13 @@ func (r *Repository) Page(ctx context.Context, db DB, topic string, listing task
 		direction == taskapi.Backward && cursor == taskapi.Inception {
 		return nil, nil
 	}
-	rows, _ := query(ctx, db, r.q.page[direction], topic, cursor, stateFilter(listing.States),
-		listing.Reference, listing.Identifier, size)
+	var rows pgx.Rows
+	if readyOnly(listing.States) {
+		rows, _ = query(ctx, db, r.q.ready.page[direction], topic, cursor, listing.Reference, listing.Identifier, size)
+	} else {
+		rows, _ = query(ctx, db, r.q.page[direction], topic, cursor, stateFilter(listing.States),
+			listing.Reference, listing.Identifier, size)
+	}
 	infos, err := pgx.CollectRows(rows, scanInfo)
 	if err != nil {
 		return nil, wrapf(err, "page tasks of %q", topic)
@@ -110,8 +115,13 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 		count, bound int64
 	)
 	err = readChunks(ctx, db, topics, func(db DB, chunk []string) error {
-		rows, _ := query(ctx, db, r.q.count[snapshot], chunk, span.From, span.To,
-			filter.Reference, filter.Identifier, stateFilter(filter.States))
+		var rows pgx.Rows
+		if snapshot == taskapi.Total && readyOnly(filter.States) {
+			rows, _ = query(ctx, db, r.q.ready.count, chunk, span.From, span.To, filter.Reference, filter.Identifier)
+		} else {
+			rows, _ = query(ctx, db, r.q.count[snapshot], chunk, span.From, span.To,
+				filter.Reference, filter.Identifier, stateFilter(filter.States))
+		}
 		_, err := pgx.ForEachRow(rows, []any{&topic, &state, &count, &bound}, func() error {
 			counts[topic][taskapi.State(state)] = taskapi.Summary{Count: count, Bound: bound}
 			return nil
@@ -180,11 +190,11 @@ func timeParameter(t time.Time) any {
 func (r *Repository) Resolve(ctx context.Context, db DB, at time.Time, preceding bool) (int64, error) {
 	topics, err := r.allTopics(ctx, db)
 	if err != nil {
-		return 0, wrapf(err, "resolve %v", at)
+		return 0, wrapf(err, "resolve %v", at.UTC())
 	}
 	sequence, err := r.resolve(ctx, db, topics, at, preceding)
 	if err != nil {
-		return 0, wrapf(err, "resolve %v", at)
+		return 0, wrapf(err, "resolve %v", at.UTC())
 	}
 	return sequence, nil
 }
@@ -216,13 +226,13 @@ func (r *Repository) resolve(ctx context.Context, db DB, topics []string, at tim
 // taskapi.PurgeBefore, which Go cannot instantiate from a pool.
 func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t time.Time) (int64, error) {
 	if err := check.Topic(topic); err != nil {
-		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
+		return 0, wrapf(err, "purge tasks of %q before %v", topic, t.UTC())
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
 		return exec(ctx, db, r.q.purgeBefore, topic, timestamp(t), ordinals(defaultPurged))
 	})
 	if err != nil {
-		return 0, wrapf(err, "purge tasks of %q before %v", topic, t)
+		return 0, wrapf(err, "purge tasks of %q before %v", topic, t.UTC())
 	}
 	return tag.RowsAffected(), nil
 }
@@ -233,12 +243,12 @@ func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t tim
 // instantiate from a pool, reading the one topic.
 func (r *Repository) PageAt(ctx context.Context, db DB, topic string, listing taskapi.Listing, t time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
 	if err := check.Page(topic, listing, direction); err != nil {
-		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t.UTC())
 	}
 	preceding := direction == taskapi.Backward
 	at, err := r.resolve(ctx, db, []string{topic}, t, preceding)
 	if err != nil {
-		return nil, wrapf(err, "page tasks of %q at %v", topic, t)
+		return nil, wrapf(err, "page tasks of %q at %v", topic, t.UTC())
 	}
 	cursor, ok := batch.PageCursor(at, direction)
 	if !ok {

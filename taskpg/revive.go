@@ -104,7 +104,11 @@ type revived struct {
 func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, arrange func([]revived) ([]revived, error), query string, args ...any) ([]taskapi.Revival, error) {
 	insertion, pushes := how.Insertion()
 	if !pushes {
-		old, err := queryRevived(ctx, db, arrange, query, args)
+		var old []revived
+		err := sealed(ctx, db, func(db DB) (err error) {
+			old, err = queryRevived(ctx, db, arrange, query, args)
+			return err
+		})
 		return pairs(old, nil), err
 	}
 	var revivals []taskapi.Revival
@@ -171,13 +175,15 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 		los[i], his[i], states[i] = run.Range.From, run.Range.To, int16(run.Key.State())
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		var matched int
-		rows, _ := query(ctx, db, r.q.reassign, topic, los, his, states, named)
-		_, err := pgx.ForEachRow(rows, []any{&matched}, func() error { return nil })
-		if err == nil && matched != named {
-			err = r.faults(ctx, db, r.q.revivableFaults, topic, sequencesOf(los, his), taskapi.ErrStateMismatch)
-		}
-		return struct{}{}, err
+		return struct{}{}, sealed(ctx, db, func(db DB) error {
+			var matched int
+			rows, _ := query(ctx, db, r.q.reassign, topic, los, his, states, named)
+			_, err := pgx.ForEachRow(rows, []any{&matched}, func() error { return nil })
+			if err == nil && matched != named {
+				err = r.faults(ctx, db, r.q.revivableFaults, topic, sequencesOf(los, his), taskapi.ErrStateMismatch)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)

@@ -43,9 +43,9 @@ func (r *Repository) Advance(ctx context.Context, db DB, topic, name string, fro
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
 		if from.IsZero() {
-			return db.Exec(ctx, r.q.scheduleStart, topic, name, markTime(to))
+			return exec(ctx, db, r.q.scheduleStart, topic, name, markTime(to))
 		}
-		return db.Exec(ctx, r.q.scheduleMove, topic, name, markTime(from), markTime(to))
+		return exec(ctx, db, r.q.scheduleMove, topic, name, markTime(from), markTime(to))
 	})
 	if err != nil {
 		return false, wrapf(err, "advance schedule %q of %q from %v to %v", name, topic, from.UTC(), to.UTC())

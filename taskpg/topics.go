@@ -41,7 +41,7 @@ func (r *Repository) execTopic(ctx context.Context, db DB, query, format, topic 
 	if err := check.Topic(topic); err != nil {
 		return false, wrapf(err, format, topic)
 	}
-	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) { return db.Exec(ctx, query, topic) })
+	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) { return exec(ctx, db, query, topic) })
 	if err != nil {
 		return false, wrapf(err, format, topic)
 	}

@@ -77,6 +77,20 @@ func atomic(ctx context.Context, db DB, fn func(db DB) error) error {
 	return unit(ctx, db, fn, false)
 }
 
+// sealed runs fn, a write, in a transaction of its own where db is a pool
+// or a connection outside a transaction, as atomic does: the server then
+// commits only on the call's word (an implicit transaction would commit a
+// statement that waited for a lock after the call gave up on it, see
+// guard). Inside a caller's transaction fn runs as it is, a part of it.
+// Statements that write go through sealed, a pipeline, exec or
+// storedSequences.
+func sealed(ctx context.Context, db DB, fn func(db DB) error) error {
+	if scopeOf(db) != own {
+		return fn(db)
+	}
+	return atomic(ctx, db, fn)
+}
+
 // unit runs fn as atomic does, and rolls back also when fn succeeds if
 // letGo is set: for reads whose locks must not pile up.
 func unit(ctx context.Context, db DB, fn func(db DB) error, letGo bool) error {

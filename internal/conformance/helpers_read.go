@@ -217,12 +217,16 @@ func sameInfo(a, b taskapi.Info) bool {
 }
 
 // diffInfos describes the first difference between got and want, or returns "".
-func diffInfos(got, want []taskapi.Info) string {
+func diffInfos(got, want []taskapi.Info) string { return diffInfosBy(got, want, sameInfo) }
+
+// diffInfosBy describes the first difference between got and want, comparing
+// tasks with same, or returns "".
+func diffInfosBy(got, want []taskapi.Info, same func(a, b taskapi.Info) bool) string {
 	if len(got) != len(want) {
 		return fmt.Sprintf("holds %s, want %s", describe(got), describe(want))
 	}
 	for i := range got {
-		if !sameInfo(got[i], want[i]) {
+		if !same(got[i], want[i]) {
 			return fmt.Sprintf("task %d is %+v, want %+v", want[i].Sequence, got[i], want[i])
 		}
 	}

@@ -10,16 +10,18 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// badValue is a name or text that some field must reject.
-type badValue struct {
+// namedValue is a value for a name or a text, with a name for messages: in
+// badNames and badTexts one that some field must reject, in hostileValues
+// one that every field must keep as it is.
+type namedValue struct {
 	name, value string
 }
 
 // badNames returns the values a name limited to limit bytes must reject:
 // empty, one byte too long, too long in bytes but not in characters, a NUL
 // byte and invalid UTF-8.
-func badNames(limit int) []badValue {
-	return []badValue{
+func badNames(limit int) []namedValue {
+	return []namedValue{
 		{"empty", ""},
 		{"over-long", strings.Repeat("n", limit+1)},
 		{"over-long in bytes", strings.Repeat("é", limit/2+1)},
@@ -29,8 +31,8 @@ func badNames(limit int) []badValue {
 }
 
 // badTexts returns the values every text, even unbounded, must reject.
-func badTexts() []badValue {
-	return []badValue{{"NUL", "text\x00"}, {"invalid UTF-8", "\xc3\x28"}}
+func badTexts() []namedValue {
+	return []namedValue{{"NUL", "text\x00"}, {"invalid UTF-8", "\xc3\x28"}}
 }
 
 // testInput checks argument validation: every bad topic, identifier,

@@ -5,8 +5,9 @@
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
 // owners, read, purge, input, atomicity, clock, races, promises, fleet,
-// deferred, schedule; the last holds NextDue too, which tells a runtime when
-// to poll next). Every case runs in parallel on a database of its own.
+// deferred, schedule, roster, hostile, cancel; schedule holds NextDue too,
+// which tells a runtime when to poll next). Every case runs in parallel on
+// a database of its own.
 package conformance
 
 import (
@@ -39,6 +40,14 @@ type Backend[Tx any] struct {
 	// Exclusive says that the repositories wait for rows that others
 	// locked instead of skipping them (WithExclusive): one consumer alone.
 	Exclusive bool
+	// Block, when set, makes statements on the repository's tables wait:
+	// another session of the database behind db takes locks that every
+	// statement that writes, and on databases whose readers wait for
+	// writers every statement, must wait for. The returned release lets
+	// them go and returns once every statement that waited has ended,
+	// also one whose caller gave up on it, so that what such a statement
+	// did is seen by what follows. Cases that need it skip without it.
+	Block func(t *testing.T, db Tx) (release func())
 }
 
 // Run runs the whole suite against b.
@@ -62,4 +71,8 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Deferred", func(t *testing.T) { testDeferred(t, b) })
 	t.Run("NextDue", func(t *testing.T) { testNextDue(t, b) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, b) })
+	t.Run("Roster", func(t *testing.T) { testRoster(t, b) })
+	t.Run("ReadyReads", func(t *testing.T) { testReadyReads(t, b) })
+	t.Run("Hostile", func(t *testing.T) { testHostile(t, b) })
+	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })
 }
