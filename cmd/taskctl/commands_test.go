@@ -225,6 +225,11 @@ func purgeAndResolve(t *testing.T, db string) {
 	if out := must(t, db, "purge", "-t", "orders", "--older-than", "0s", "--dry-run"); !strings.Contains(out, "would purge 2 tasks of orders") {
 		t.Fatalf("purge --dry-run: %q", out)
 	}
+	for _, at := range []string{"now", "0s"} { // --before takes every form of a time README lists
+		if out := must(t, db, "purge", "-t", "orders", "--before", at, "--dry-run"); !strings.Contains(out, "would purge 2 tasks of orders") {
+			t.Fatalf("purge --before %s --dry-run: %q", at, out)
+		}
+	}
 	dry := decode[map[string]changeReport](t, must(t, db, "purge", "-t", "orders", "--before", "2100-01-01", "--dry-run", "--json"))
 	if dry["would_purge"] != (changeReport{Topic: "orders", Tasks: 2}) {
 		t.Fatalf("purge --dry-run --json: %+v", dry)

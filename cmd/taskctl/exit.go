@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -55,9 +56,9 @@ func exitCode(err error) int {
 		return e.code
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.Is(err, taskapi.ErrInvalidArgument):
+	case errors.Is(err, taskapi.ErrInvalidArgument), errors.Is(err, ops.ErrUsage):
 		return exitUsage
-	case errors.Is(err, taskapi.ErrUnknownTopic):
+	case errors.Is(err, taskapi.ErrUnknownTopic), errors.Is(err, ops.ErrNotFound):
 		return exitNotFound
 	}
 	return exitFailure

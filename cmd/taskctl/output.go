@@ -12,6 +12,7 @@ import (
 	"charm.land/lipgloss/v2/table"
 	"golang.org/x/term"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -80,16 +81,7 @@ func renderTable(headers []string, rows [][]string, color bool) string {
 
 // ago says how long before now t was, or how long after: "4s ago",
 // "in 2m"; "-" for the zero time.
-func ago(t, now time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	if d < 0 {
-		return "in " + roughly(-d)
-	}
-	return roughly(d) + " ago"
-}
+func ago(t, now time.Time) string { return ops.Ago(t, now, roughly) }
 
 // roughly writes d in its largest unit: 850ms, 12s, 5m, 3h, 2d.
 func roughly(d time.Duration) string {

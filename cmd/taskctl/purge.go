@@ -7,12 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
-
-// purgeChunks is how many statements a purge is cut into at most, so that
-// progress shows and no statement holds its locks for long.
-const purgeChunks = 100
 
 // purgeFlags are purge's flags.
 type purgeFlags struct {
@@ -33,8 +30,8 @@ state, FAILED to REDUNDANT) within --from/--to, created before a time
 prints that count and changes nothing; on a terminal it asks before it
 deletes, unless --yes; without a terminal it needs --yes.
 
-A time is resolved to the sequence of the first task created after it:
-every task below that sequence goes. A task created just before the time
+A time is resolved to the sequence of the topic's first task created
+after it: every task of the topic below that sequence goes. A task created just before the time
 by a transaction that committed after a later one stays (the next purge
 takes it).`,
 		Example: `  taskctl purge -t orders --older-than 720h --dry-run
@@ -53,23 +50,6 @@ takes it).`,
 	return c
 }
 
-// cutoff reads --before or --older-than; the zero time when neither.
-func (f purgeFlags) cutoff(now time.Time) (time.Time, error) {
-	switch {
-	case f.before != "" && f.olderThan != "":
-		return time.Time{}, usagef("give --before or --older-than, not both")
-	case f.olderThan != "":
-		d, err := parseDuration("--older-than", f.olderThan)
-		return now.Add(-d), err
-	case f.before != "":
-		if t, ok := parseTimestamp(f.before); ok {
-			return t, nil
-		}
-		return time.Time{}, usagef("--before %q is not a time such as 2026-11-01 or 2026-11-01T10:00:00Z", f.before)
-	}
-	return time.Time{}, nil
-}
-
 func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 	states, err := parseStates(f.states)
 	if err != nil {
@@ -79,7 +59,7 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 	if err != nil {
 		return err
 	}
-	cutoff, err := f.cutoff(time.Now())
+	cutoff, err := ops.Cutoff("--before", f.before, "--older-than", f.olderThan, time.Now())
 	if err != nil {
 		return err
 	}
@@ -88,10 +68,10 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 	if err != nil {
 		return err
 	}
-	if span, err = beforeTime(ctx, s, span, cutoff); err != nil {
+	if span, err = ops.Before(ctx, s, f.topic, span, cutoff); err != nil {
 		return err
 	}
-	n, first, last, err := purgeable(ctx, s, f.topic, span, states)
+	n, first, last, err := ops.Purgeable(ctx, s, f.topic, span, states)
 	if err != nil {
 		return err
 	}
@@ -111,61 +91,10 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 	return a.reportChange("purged", f.topic, purged)
 }
 
-// beforeTime narrows span to the tasks below the first one created after
-// cutoff; a zero cutoff leaves it.
-func beforeTime(ctx context.Context, s store, span taskapi.Range, cutoff time.Time) (taskapi.Range, error) {
-	if cutoff.IsZero() {
-		return span, nil
-	}
-	next, err := s.Resolve(ctx, cutoff.Add(time.Microsecond), false)
-	if err != nil {
-		return span, err
-	}
-	span.To = min(span.To, next-1)
-	return span, nil
-}
-
-// purgeable counts the tasks a purge would delete and returns the lowest
-// and highest of their sequences.
-func purgeable(ctx context.Context, s store, topic string, span taskapi.Range, states []taskapi.State) (n, first, last int64, err error) {
-	if span.Empty() {
-		return 0, 0, 0, nil
-	}
-	if len(states) == 0 {
-		states = []taskapi.State{taskapi.Failed, taskapi.Suspended, taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant}
-	}
-	counts, err := s.Count(ctx, taskapi.Total, taskapi.Counting{Topic: topic, States: states}, span)
-	if err != nil || len(counts[topic]) == 0 {
-		return 0, 0, 0, err
-	}
-	for _, sum := range counts[topic] {
-		n, last = n+sum.Count, max(last, sum.Bound)
-	}
-	page, err := s.Page(ctx, topic, taskapi.Listing{States: states}, max(span.From-1, taskapi.Inception), 1, taskapi.Forward)
-	if err != nil || len(page) == 0 {
-		return n, 0, 0, err
-	}
-	return n, page[0].Sequence, last, nil
-}
-
-// purgeChunked purges span in up to purgeChunks statements, showing
+// purgeChunked purges span in up to ops.PurgeChunks statements, showing
 // progress against the n tasks counted.
 func (a *app) purgeChunked(ctx context.Context, s store, topic string, span taskapi.Range, states []taskapi.State, n int64) (int64, error) {
 	bar := a.progress(n, "purging")
 	defer bar.done()
-	width := max((span.To-span.From)/purgeChunks+1, 1)
-	var purged int64
-	for from := span.From; from <= span.To; from += width {
-		chunk := taskapi.Range{From: from, To: min(from+width-1, span.To)}
-		k, err := s.Purge(ctx, topic, chunk, states)
-		purged += k
-		if err != nil {
-			return purged, err
-		}
-		bar.add(int(k))
-		if chunk.To == span.To {
-			break
-		}
-	}
-	return purged, nil
+	return ops.PurgeChunked(ctx, s, topic, span, states, func(k int64) { bar.add(int(k)) })
 }

@@ -5,11 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
-
-// reviveBatch is how many tasks one transaction of revive revives.
-const reviveBatch = 1000
 
 // selection picks tasks of a topic: by state within a range of
 // sequences, or by their sequences.
@@ -95,7 +93,7 @@ func (a *app) revive(cmd *cobra.Command, sel selection, how string) error {
 	}
 	var revived []taskapi.Revival
 	if len(seqs) > 0 {
-		tasks, err := lookupTasks(ctx, s, sel.topic, seqs)
+		tasks, err := ops.LookupTasks(ctx, s, sel.topic, seqs)
 		if err != nil {
 			return err
 		}
@@ -103,14 +101,8 @@ func (a *app) revive(cmd *cobra.Command, sel selection, how string) error {
 			return err
 		}
 	} else {
-		for {
-			batch, err := s.Revive(ctx, sel.topic, mode, state, span, reviveBatch)
-			if revived = append(revived, batch...); err != nil {
-				return err
-			}
-			if len(batch) < reviveBatch {
-				break
-			}
+		if revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span); err != nil {
+			return err
 		}
 	}
 	return a.reportChange("revived", sel.topic, int64(len(revived)))
@@ -179,7 +171,7 @@ func (a *app) reassign(cmd *cobra.Command, sel selection, result string) error {
 		}
 		return a.reportChange("reassigned", sel.topic, n)
 	}
-	tasks, err := lookupTasks(ctx, s, sel.topic, seqs)
+	tasks, err := ops.LookupTasks(ctx, s, sel.topic, seqs)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func (a *app) command() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "taskctl",
-		Short: "Operate a taskrepo database: topics, tasks, owners, a live view and a demo",
+		Short: "Operate a taskrepo database: topics, tasks, owners, a live view, a web dashboard and a demo",
 		Long: `taskctl operates a taskrepo task repository on PostgreSQL, MySQL/MariaDB or SQLite.
 
 The database is chosen by the scheme of --database or $` + databaseEnv + `:
@@ -107,7 +107,7 @@ func (a *app) commands() []*cobra.Command {
 		"setup":  {a.migrateCommand(), a.topicCommand(), a.ownersCommand(), a.expireCommand()},
 		"read":   {a.listCommand(), a.showCommand(), a.countCommand(), a.resultsCommand(), a.resolveCommand()},
 		"change": {a.pushCommand(), a.reviveCommand(), a.reassignCommand(), a.deferCommand(), a.purgeCommand()},
-		"watch":  {a.topCommand(), a.demoCommand()},
+		"watch":  {a.topCommand(), a.serveCommand(), a.demoCommand()},
 	}
 	var all []*cobra.Command
 	for group, cmds := range grouped {

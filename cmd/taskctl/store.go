@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/migrations"
 	"github.com/taskrepo/taskrepo/taskansi"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -38,6 +39,11 @@ type store interface {
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	PurgeOwners(ctx context.Context, after time.Duration) (int64, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
+	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	// Pages runs read in one transaction of its own, with a Pager whose
+	// pages are read in that transaction: many small reads for the round
+	// trips of one transaction (the dashboard's heads of READY tasks).
+	Pages(ctx context.Context, read func(p ops.Pager) error) error
 	// Demo runs the demo on this database (demo.go).
 	Demo(ctx context.Context, d *demo) error
 	// Shown is the database's URL without its password.
@@ -50,6 +56,7 @@ type store interface {
 type repository[Tx any] interface {
 	taskapi.Repository[Tx]
 	taskapi.Activator[Tx]
+	taskapi.Roster[Tx]
 }
 
 // backend is the store of one repository implementation.
@@ -72,7 +79,7 @@ func operatorName() string {
 // newStore returns the store of an open connection.
 func newStore(c *connection) (store, error) {
 	if c.dialect == migrations.Postgres {
-		return newBackend(c, taskpg.DB(c.pool), taskpg.Transact(c.pool), func(owner string) (repository[taskpg.DB], error) {
+		return newBackend(c, taskpg.DB(c.pool), transactPG(c.pool), func(owner string) (repository[taskpg.DB], error) {
 			return taskpg.New(owner)
 		})
 	}
@@ -206,4 +213,22 @@ func (b *backend[Tx]) PurgeOwners(ctx context.Context, after time.Duration) (int
 
 func (b *backend[Tx]) Expire(ctx context.Context, after time.Duration) (int64, error) {
 	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.Expire(ctx, tx, after) })
+}
+
+func (b *backend[Tx]) Roster(ctx context.Context) ([]taskapi.OwnerStatus, error) {
+	return in(ctx, b, func(tx Tx) ([]taskapi.OwnerStatus, error) { return b.repo.Roster(ctx, tx) })
+}
+
+func (b *backend[Tx]) Pages(ctx context.Context, read func(p ops.Pager) error) error {
+	return in0(ctx, b, func(tx Tx) error { return read(txPager[Tx]{repo: b.repo, tx: tx}) })
+}
+
+// txPager pages tasks in one transaction, tx.
+type txPager[Tx any] struct {
+	repo repository[Tx]
+	tx   Tx
+}
+
+func (p txPager[Tx]) Page(ctx context.Context, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
+	return p.repo.Page(ctx, p.tx, topic, listing, cursor, size, direction)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -33,10 +34,6 @@ type topTopicReading struct {
 	wait       time.Duration           // how long the next task to start has waited
 	waiting    bool                    // a READY task is due, so wait means something
 }
-
-// topWaitPage is how many READY tasks top looks at to find the first one
-// that is due.
-const topWaitPage = 100
 
 // takeTopSnapshot reads every topic of s; now is the moment of the
 // reading. Each read is a transaction of its own, so the figures of one
@@ -100,8 +97,8 @@ func (t topTotals) reading(ctx context.Context, s store, topic string, now time.
 	if r.states[taskapi.Ready] == 0 {
 		return r, nil
 	}
-	var err error
-	r.wait, r.waiting, err = topNextWait(ctx, s, topic, now)
+	w, err := ops.Waiting(ctx, s, topic, now)
+	r.wait, r.waiting = w.Wait, w.Due
 	return r, err
 }
 
@@ -136,27 +133,4 @@ func topPushedSince(ctx context.Context, s store, since time.Time) (map[string]i
 		}
 	}
 	return pushed, nil
-}
-
-// topNextWait returns how long the READY task that a FIFO poll of topic takes
-// next has waited at now: since it was created, or since its NotBefore when
-// it was deferred. Tasks deferred past now are skipped; waiting is false
-// when none of the first topWaitPage READY tasks is due.
-func topNextWait(ctx context.Context, s store, topic string, now time.Time) (wait time.Duration, waiting bool, err error) {
-	ready := taskapi.Listing{States: []taskapi.State{taskapi.Ready}}
-	page, err := s.Page(ctx, topic, ready, taskapi.Inception, topWaitPage, taskapi.Forward)
-	if err != nil {
-		return 0, false, fmt.Errorf("read the READY tasks of %q: %w", topic, err)
-	}
-	for _, info := range page {
-		if info.NotBefore.After(now) {
-			continue
-		}
-		since := info.Created
-		if info.NotBefore.After(since) {
-			since = info.NotBefore
-		}
-		return max(now.Sub(since), 0), true, nil
-	}
-	return 0, false, nil
 }

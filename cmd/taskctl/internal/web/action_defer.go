@@ -1,0 +1,70 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// planDefer holds READY tasks back: a selection (selected tasks, or every
+// READY task within from and to), and until (a time, or now to release
+// them) or for (a duration from now).
+func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, error) {
+	ready := taskapi.Ready
+	sel, err := selectTasks(ctx, s.cfg.Store, f, &ready)
+	if err != nil {
+		return nil, err
+	}
+	if sel.byState && sel.state != taskapi.Ready {
+		return nil, badRequest("state %s: only READY tasks can be deferred", sel.state)
+	}
+	if err := sel.mustBe(func(s taskapi.State) bool { return s == taskapi.Ready }, "only READY tasks can be deferred"); err != nil {
+		return nil, err
+	}
+	p := &plan{Title: "Defer tasks", Hidden: sel.values(), Tasks: sel.rows(), Back: topicLink(sel.topic)}
+	until, after := f.text("until"), f.text("for")
+	if until == "" && after == "" {
+		p.Choose = []field{
+			{Name: "for", Label: "for how long", Help: "a duration from now: 30m, 2h"},
+			{Name: "until", Label: "or until", Help: "a time (2026-11-25T06:00:00Z, UTC unless it says), or now to make them pollable at once"},
+		}
+		return p, nil
+	}
+	at, err := ops.DeferUntil("until", until, "for", after, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	when := "pollable at once"
+	if !at.IsZero() {
+		when = "not polled before " + stamp(at)
+		p.Hidden.Set("until", at.UTC().Format(time.RFC3339Nano))
+	} else {
+		p.Hidden.Set("until", "now")
+	}
+	if preview {
+		e, err := s.estimateSelection(ctx, sel)
+		if err != nil {
+			return nil, err
+		}
+		p.None = e.none()
+		p.Lines = append([]string{sel.describe() + ":", fmt.Sprintf("%s would be %s.", e.tasks(), when)},
+			e.note("after the deferral")...)
+	}
+	p.run = func(ctx context.Context) (*outcome, error) {
+		n := int64(len(sel.infos))
+		if sel.byState {
+			n, err = ops.DeferSpan(ctx, s.cfg.Store, sel.topic, at, sel.span)
+		} else {
+			err = s.cfg.Store.Defer(ctx, sel.topic, at, sel.tasks())
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &outcome{Title: "Deferred", Back: p.Back,
+			Lines: []string{fmt.Sprintf("%s of %q are %s.", tasksWord(n), sel.topic, when)}}, nil
+	}
+	return p, nil
+}

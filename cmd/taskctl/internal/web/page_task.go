@@ -1,0 +1,97 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskproc"
+)
+
+// neighbours is how many of the identifier's other tasks a task's page
+// lists each way.
+const neighbours = 10
+
+// taskData is a task's page.
+type taskData struct {
+	Topic      string
+	TopicLink  string
+	Info       taskapi.Info
+	Attempts   []taskproc.Attempt
+	Earlier    []taskRow         // the identifier's tasks before this one, newest first
+	Later      []taskRow         // the identifier's tasks after this one
+	Recreated  []taskRow         // of Earlier, those revived as a later task: the lineage
+	CarriedOn  *taskRow          // the task that carries this one on, when it was RECREATED
+	Identifier string            // the link to every task of the identifier
+	Act        map[string]string // the links to the actions on this task, by action
+	Revivable  bool
+	Deferrable bool
+	ReadOnly   bool
+}
+
+// taskPage shows every field of one task, its input and output as text,
+// the identifier's other tasks around it and its lineage of revivals.
+func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	f := form(r.URL.Query())
+	topic, err := f.topic(ctx, s.cfg.Store, "topic")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	seq, err := f.sequence("seq")
+	if err == nil && seq == 0 {
+		err = badRequest("no task: give seq")
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	infos, err := ops.LookupInfos(ctx, s.cfg.Store, topic, []int64{seq})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d := taskData{Topic: topic, TopicLink: topicLink(topic), Info: infos[0], ReadOnly: s.cfg.ReadOnly,
+		Act: map[string]string{}}
+	for _, a := range []string{"revive", "reassign", "defer"} {
+		d.Act[a] = link("/action/"+a, url.Values{"topic": {topic}, "seq": {itoa(seq)}})
+	}
+	d.Attempts, _ = taskproc.Attempts(d.Info.Output)
+	d.Revivable, d.Deferrable = d.Info.State.Revivable(), d.Info.State == taskapi.Ready
+	d.Identifier = link("/topic", url.Values{"topic": {topic}, "identifier": {d.Info.Identifier}})
+	if err := s.relatives(r, &d); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, "task", frame{Title: "Task " + itoa(seq), Nav: "topics", Data: d})
+}
+
+// relatives reads the identifier's tasks on each side of the task (two
+// index probes) and finds its lineage among them.
+func (s *Server) relatives(r *http.Request, d *taskData) error {
+	ctx, same := r.Context(), taskapi.Listing{Identifier: d.Info.Identifier}
+	earlier, err := s.cfg.Store.Page(ctx, d.Topic, same, d.Info.Sequence, neighbours, taskapi.Backward)
+	if err != nil {
+		return err
+	}
+	later, err := s.cfg.Store.Page(ctx, d.Topic, same, d.Info.Sequence, neighbours, taskapi.Forward)
+	if err != nil {
+		return err
+	}
+	d.Earlier, d.Later = rowsOf(d.Topic, earlier), rowsOf(d.Topic, later)
+	for _, row := range d.Earlier {
+		if row.Info.State == taskapi.Recreated {
+			d.Recreated = append(d.Recreated, row)
+		}
+	}
+	if d.Info.State == taskapi.Recreated && len(d.Later) > 0 {
+		d.CarriedOn = &d.Later[0]
+	}
+	return nil
+}
+
+// itoa writes a sequence in decimal.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+//go:embed static
+var staticFiles embed.FS
+
+// routes returns the Server's handler: security headers on everything,
+// cross-origin POSTs refused, the static files and the login form open,
+// and every page and action behind authentication and the CSRF check.
+// Actions change things through POST only; their GET is the confirmation.
+func (s *Server) routes() http.Handler {
+	app := http.NewServeMux()
+	app.HandleFunc("GET /{$}", s.overview)
+	app.HandleFunc("GET /live", s.live)
+	app.HandleFunc("GET /topic", s.topicPage)
+	app.HandleFunc("GET /task", s.taskPage)
+	app.HandleFunc("GET /owners", s.ownersPage)
+	app.HandleFunc("GET /results", s.resultsPage)
+	app.HandleFunc("POST /logout", s.logout)
+	app.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, notFound("no page %q here", r.URL.Path))
+	})
+	for _, a := range s.actions() {
+		confirm, do := s.confirmHandler(a), s.doHandler(a)
+		if s.cfg.ReadOnly {
+			confirm, do = s.readOnly, s.readOnly
+		}
+		app.HandleFunc("GET /action/"+a.name, confirm)
+		app.HandleFunc("POST /action/"+a.name, do)
+	}
+
+	static, _ := fs.Sub(staticFiles, "static")
+	root := http.NewServeMux()
+	root.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	root.HandleFunc("GET /login", s.loginPage)
+	root.HandleFunc("POST /login", s.login)
+	root.Handle("/", s.authenticate(s.checkCSRF(app)))
+
+	cross := http.NewCrossOriginProtection()
+	cross.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, &httpError{status: http.StatusForbidden, msg: "a request from another site was refused: nothing was changed"})
+	}))
+	return secure(cross.Handler(root))
+}
+
+// readOnly refuses an action of a read-only dashboard.
+func (s *Server) readOnly(w http.ResponseWriter, r *http.Request) {
+	s.fail(w, r, &httpError{status: http.StatusForbidden, msg: "this dashboard is read-only (--read-only): it changes nothing"})
+}

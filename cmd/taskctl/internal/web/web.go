@@ -1,0 +1,170 @@
+// Package web is taskctl's dashboard, run by 'taskctl serve': pages of
+// every topic, of one topic's tasks, of one task, of the owners and of
+// the results, drawn on the server with html/template and SVG, and the
+// operator's actions (pause, resume and drain topics; revive, reassign,
+// defer and purge tasks; expire silent owners), each behind a confirmation
+// page that changes nothing.
+//
+// Pages answer from the last reading of a sampler (sampler.go) where the
+// figures would otherwise need a count over a whole topic, and from its
+// memory of the completions of the last day (completions.go), and read
+// the database per request only through index-backed calls (Page with a
+// cursor, Lookup, Roster; Results for a window beyond that memory). A
+// confirmation counts what its action would change within a time budget,
+// and shows a bound from the sampler's last count beyond it (budget.go). Every response carries strict
+// security headers (headers.go); every action is a POST that needs the
+// session's CSRF value (csrf.go) and, when a token is set, a session
+// (auth.go).
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// Store is what the dashboard needs of a repository: a subset of the
+// methods of taskctl's store, with the same signatures, each call a
+// transaction of its own.
+type Store interface {
+	ops.Store
+	Topics(ctx context.Context) ([]string, error)
+	Activations(ctx context.Context) (map[string]taskapi.Activation, error)
+	SetActivation(ctx context.Context, topic string, a taskapi.Activation) error
+	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
+	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
+	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
+	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
+	Owners(ctx context.Context, within time.Duration) ([]string, error)
+	Expire(ctx context.Context, after time.Duration) (int64, error)
+	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	// Pages runs read in one transaction, with a Pager that reads in it.
+	Pages(ctx context.Context, read func(p ops.Pager) error) error
+}
+
+// Config is how a Server runs.
+type Config struct {
+	// Store is the repository shown and changed.
+	Store Store
+	// Database is the database's URL as the user may see it (no password).
+	Database string
+	// Token, when set, is required of every request but the login page
+	// and the static files: as a session cookie got at /login, or as a
+	// bearer Authorization header.
+	Token string
+	// ReadOnly serves the pages without any action.
+	ReadOnly bool
+	// Expiry is how long an owner may stay silent before it counts as
+	// fenced (taskproc's default: 30s).
+	Expiry time.Duration
+	// Refresh is how often the sampler reads the figures and the overview
+	// refreshes (default 5s).
+	Refresh time.Duration
+	// CountBudget bounds how long a confirmation page counts the tasks an
+	// action would change (default 120ms). A count that takes longer is
+	// stopped, and the page shows a bound from the sampler's last count
+	// instead; the result page after the action says exactly what changed.
+	CountBudget time.Duration
+	// Log receives the errors of the server (default: discarded).
+	Log io.Writer
+}
+
+// DefaultExpiry and DefaultRefresh are the defaults of Config, and
+// MinRefresh the shortest refresh it takes.
+const (
+	DefaultExpiry  = 30 * time.Second
+	DefaultRefresh = 5 * time.Second
+	MinRefresh     = 100 * time.Millisecond
+	// DefaultCountBudget leaves a confirmation page within 200 ms.
+	DefaultCountBudget = 120 * time.Millisecond
+)
+
+// window is how much of the past the charts show.
+const window = time.Hour
+
+// Server is a dashboard.
+type Server struct {
+	cfg     Config
+	secret  []byte // per process: signs sessions and derives CSRF values
+	sampler *sampler
+	counts  *dbCounts // results windows counted in the database (counting.go)
+	views   views
+	handler http.Handler
+	log     *log.Logger
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("web: no store")
+	}
+	if cfg.Expiry <= 0 {
+		cfg.Expiry = DefaultExpiry
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	cfg.Refresh = max(cfg.Refresh, MinRefresh)
+	if cfg.CountBudget <= 0 {
+		cfg.CountBudget = DefaultCountBudget
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	v, err := loadViews()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, secret: make([]byte, 32), views: v, log: log.New(cfg.Log, "taskctl serve: ", log.LstdFlags)}
+	rand.Read(s.secret)
+	s.sampler = newSampler(cfg.Store, cfg.Refresh, cfg.Expiry, s.log)
+	s.counts = newDBCounts(cfg.Store)
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the Server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// shutdownPatience bounds how long Serve waits for requests under way
+// when it stops.
+const shutdownPatience = 5 * time.Second
+
+// Serve takes a first reading of the database, then serves HTTP on ln
+// until ctx ends, and then stops the sampler and waits for the requests
+// under way. It returns an error when the first reading fails or ln
+// fails.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.sampler.start(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("first reading of the database: %w", err)
+	}
+	defer s.sampler.stop()
+	s.counts.start(ctx)
+	defer s.counts.wait()
+	hs := &http.Server{
+		Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: s.log,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownPatience)
+	defer cancel()
+	err := hs.Shutdown(stopCtx)
+	<-served
+	return err
+}

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The dashboard's pages and actions are tested against real databases in
+// package main (serve_test.go, browser_test.go), where taskctl's store is;
+// these are the pure parts.
+
+func TestLocalPathKeepsTheBrowserHere(t *testing.T) {
+	for in, want := range map[string]string{
+		"/topic?topic=a": "/topic?topic=a", "/": "/", "": "/", "//evil.example/x": "/", `/\evil.example`: "/",
+		"https://evil.example/": "/", "javascript:alert(1)": "/", "/owners\r\nSet-Cookie: x": "/",
+	} {
+		if got := localPath(in); got != want {
+			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestNumbersAndDurations(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := num(n); got != want {
+			t.Errorf("num(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		850 * time.Millisecond: "850ms", 4200 * time.Millisecond: "4.2s", 185 * time.Second: "3m05s",
+		130 * time.Minute: "2h10m", 76 * time.Hour: "3d4h",
+	} {
+		if got := dur(d); got != want {
+			t.Errorf("dur(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestChartsEscapeTheirText(t *testing.T) {
+	now := time.Now()
+	title := `in "<script>alert(1)</script>" & more`
+	for _, svg := range []string{
+		string(barChart(title, map[int64]int64{now.Unix() / 60: 7}, now)),
+		string(lineChart(title, []sample{{now.Add(-time.Minute), 1}, {now, 3}}, now, countLabel)),
+	} {
+		if strings.Contains(svg, "<script>") || !strings.Contains(svg, "&lt;script&gt;") {
+			t.Errorf("a chart does not escape its title:\n%s", svg)
+		}
+		if strings.Contains(svg, "style=") {
+			t.Errorf("a chart has an inline style, which the CSP refuses:\n%s", svg)
+		}
+	}
+}

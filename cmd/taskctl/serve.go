@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/web"
+)
+
+// The store of every backend is what the dashboard needs.
+var _ web.Store = store(nil)
+
+// serveTokenEnv holds the dashboard's token when --token-file is not given.
+const serveTokenEnv = "TASKCTL_SERVE_TOKEN"
+
+// minTokenLength is the shortest token serve accepts.
+const minTokenLength = 16
+
+// serveFlags are serve's flags.
+type serveFlags struct {
+	listen, tokenFile, expiry, refresh string
+	readOnly                           bool
+}
+
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve a web dashboard of the topics, tasks, owners and results, with actions",
+		Long: `serve runs a web dashboard of the database: every topic with its figures
+and charts, a topic's tasks (filtered, paged), every field of a task, the
+owners and their heartbeats, the results of a time window; and the
+actions of the other commands (pause, resume, drain; revive, reassign,
+defer, purge; expire), each behind a confirmation page.
+
+It listens on 127.0.0.1:8080 unless --listen says otherwise. A token is
+required on any address beyond the loopback one (--token-file FILE, or
+$` + serveTokenEnv + `), and then asked for by a login form (or taken
+from an "Authorization: Bearer TOKEN" header); with a token it is asked
+for on the loopback address too. --read-only serves the pages without
+any action. Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
+		Example: `  taskctl serve                                # http://127.0.0.1:8080/
+  taskctl serve --read-only --refresh 10s
+  openssl rand -hex 32 > token && taskctl serve --listen :8080 --token-file token`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.serve(cmd, f) },
+	}
+	c.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "the address to listen on (host:port)")
+	c.Flags().StringVar(&f.tokenFile, "token-file", "", "a file holding the token that every request needs (default $"+serveTokenEnv+")")
+	c.Flags().BoolVar(&f.readOnly, "read-only", false, "serve the pages without any action")
+	c.Flags().StringVar(&f.expiry, "expiry", web.DefaultExpiry.String(), "an owner silent for longer than this counts as fenced")
+	c.Flags().StringVar(&f.refresh, "refresh", web.DefaultRefresh.String(), "how often the figures are read and the overview refreshes")
+	return c
+}
+
+func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	if err := checkExposure(f.listen, cfg.Token); err != nil {
+		return err
+	}
+	s, err := a.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	cfg.Store, cfg.Database, cfg.Log = s, s.Shown(), a.stderr
+	srv, err := web.New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", f.listen, err)
+	}
+	a.printf("serving %s at http://%s/ (Ctrl-C stops)\n", s.Shown(), ln.Addr())
+	return srv.Serve(cmd.Context(), ln)
+}
+
+// config reads the flags and the token into a dashboard's configuration.
+func (f serveFlags) config() (web.Config, error) {
+	var cfg web.Config
+	var err error
+	if cfg.Expiry, err = parseDuration("--expiry", f.expiry); err == nil && cfg.Expiry == 0 {
+		err = usagef("--expiry must be above zero")
+	}
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.Refresh, err = parseDuration("--refresh", f.refresh); err == nil && cfg.Refresh < web.MinRefresh {
+		err = usagef("--refresh %s: give at least %s", f.refresh, web.MinRefresh)
+	}
+	if err != nil {
+		return cfg, err
+	}
+	cfg.ReadOnly = f.readOnly
+	cfg.Token, err = readToken(f.tokenFile)
+	return cfg, err
+}
+
+// readToken reads the token from file, else from $TASKCTL_SERVE_TOKEN;
+// surrounding white space is dropped.
+func readToken(file string) (string, error) {
+	token := os.Getenv(serveTokenEnv)
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", usagef("--token-file: %v", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return "", usagef("--token-file %s is empty", file)
+		}
+	}
+	token = strings.TrimSpace(token)
+	if token != "" && len(token) < minTokenLength {
+		return "", usagef("the token is %d bytes long: give at least %d (openssl rand -hex 32 makes one)", len(token), minTokenLength)
+	}
+	return token, nil
+}
+
+// checkExposure refuses to serve beyond the loopback address without a
+// token.
+func checkExposure(listen, token string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return usagef("--listen %q is not host:port (127.0.0.1:8080): %v", listen, err)
+	}
+	if token != "" || loopback(host) {
+		return nil
+	}
+	where := host
+	if where == "" {
+		where = "every address"
+	}
+	return usagef("--listen %s serves beyond this machine (%s): give a token with --token-file FILE or $%s, or listen on 127.0.0.1",
+		listen, where, serveTokenEnv)
+}
+
+// loopback reports whether host names only this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.IsLoopback()
+}
