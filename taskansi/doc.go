@@ -30,7 +30,10 @@
 //     run side by side, and never receive the same task. Open the database
 //     with busy_timeout set (say _pragma=busy_timeout(10000)), preferably in
 //     WAL mode (_pragma=journal_mode(WAL)), and with _txlock=immediate for
-//     transactions of your own that write.
+//     transactions of your own that write. Under load, give a process one
+//     connection (db.SetMaxOpenConns(1)): its writers then queue in the
+//     pool, in turn, where SQLite's busy handler lets newcomers overtake
+//     the writers that sleep.
 //   - MySQL: github.com/go-sql-driver/mysql on MySQL 8 or MariaDB 10.6 and
 //     newer, with FOR UPDATE SKIP LOCKED. Names are VARBINARY columns
 //     (compared byte by byte); conditional polls and pushes of identifiers

@@ -87,7 +87,11 @@ func ansiBackend(dialect taskansi.Dialect, opts *sql.TxOptions, open func(t test
 func TestTaskpg(t *testing.T) { suite(t, pgBackend) }
 
 func TestTaskansiSQLite(t *testing.T) {
-	suite(t, ansiBackend(taskansi.SQLite, nil, func(t testing.TB) *sql.DB { return testdb.SQLite(t) }))
+	suite(t, ansiBackend(taskansi.SQLite, nil, func(t testing.TB) *sql.DB {
+		db := testdb.SQLite(t)
+		db.SetMaxOpenConns(1) // README, "SQLite": writers queue in the pool, in turn
+		return db
+	}))
 }
 
 func TestTaskansiMySQL(t *testing.T) {
