@@ -31,7 +31,13 @@ const (
 	scaleRichDone = 10  // of which A completes this many
 	scaleRepoll   = 5   // tasks A polls again in each rich topic once expired
 	scaleWorkers  = 16  // goroutines on the pool (testdb's pool has 16 connections)
-	scaleSetup    = 20 * time.Minute
+	// scaleAttachers initialize the topics: more are slower, not faster
+	// (3,000 topics took 23 s with one or two, 64 s with sixteen), since
+	// every attachment of a partition makes each session that uses the
+	// task table rebuild its list of partitions, and attachments take
+	// turns anyway.
+	scaleAttachers = 2
+	scaleSetup     = 20 * time.Minute
 )
 
 // scale is the repository that TestTopicsAtTenThousand builds, and what it
@@ -45,14 +51,14 @@ type scale struct {
 	ready, total   int
 }
 
-// inParallel calls fn for 0..n-1 on scaleWorkers goroutines and returns the
+// inParallel calls fn for 0..n-1 on workers goroutines and returns the
 // first error; it gives up once ctx is done.
-func inParallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+func inParallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var next atomic.Int64
-	errs := make(chan error, scaleWorkers)
-	for range scaleWorkers {
+	errs := make(chan error, workers)
+	for range workers {
 		go func() {
 			for {
 				i := int(next.Add(1) - 1)
@@ -69,7 +75,7 @@ func inParallel(ctx context.Context, n int, fn func(ctx context.Context, i int) 
 		}()
 	}
 	var first error
-	for range scaleWorkers {
+	for range workers {
 		if err := <-errs; err != nil && (first == nil || errors.Is(first, context.Canceled)) {
 			first = err
 		}
@@ -93,8 +99,8 @@ func inParallel(ctx context.Context, n int, fn func(ctx context.Context, i int) 
 //
 // It fills much of the server's lock table, which every session shares, so
 // it runs on a PostgreSQL of its own (testdb.OwnPostgres), in parallel
-// with the other tests of its package, whose servers it leaves alone. It
-// takes about five minutes, three and a half of them creating the topics:
+// with the other tests of its package, whose servers it leaves alone. Most
+// of its time goes to creating the topics, two at a time (scaleAttachers):
 // attaching a partition costs in proportion to the partitions there are,
 // and attachments take turns on the task table. README's test command runs
 // it with a -timeout above the default ten minutes.
@@ -192,7 +198,7 @@ func spanningCallsOfTaskansi(t *testing.T, s *scale, dbURL string) {
 	step := func(what string, fn func(ctx context.Context, i int) error) {
 		t.Helper()
 		start := time.Now()
-		if err := inParallel(ctx, len(topics), fn); err != nil {
+		if err := inParallel(ctx, scaleWorkers, len(topics), fn); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		t.Logf("%-58s %v", what, time.Since(start).Round(time.Millisecond))
@@ -295,15 +301,15 @@ func buildScale(t *testing.T, pool *pgxpool.Pool) *scale {
 			s.rich = append(s.rich, s.topics[i])
 		}
 	}
-	phase := func(what string, n int, fn func(ctx context.Context, i int) error) {
+	phase := func(what string, workers, n int, fn func(ctx context.Context, i int) error) {
 		t.Helper()
 		start := time.Now()
-		if err := inParallel(ctx, n, fn); err != nil {
+		if err := inParallel(ctx, workers, n, fn); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		t.Logf("setup: %-55s %v", what, time.Since(start).Round(time.Millisecond))
 	}
-	phase("Initialize of 10,000 topics", scaleTopics, func(ctx context.Context, i int) error {
+	phase("Initialize of 10,000 topics", scaleAttachers, scaleTopics, func(ctx context.Context, i int) error {
 		created, err := s.a.Initialize(ctx, pool, s.topics[i])
 		if err == nil && !created {
 			err = fmt.Errorf("topic %s was known already", s.topics[i])
@@ -312,7 +318,7 @@ func buildScale(t *testing.T, pool *pgxpool.Pool) *scale {
 	})
 	var first atomic.Int64
 	first.Store(taskapi.MaxSequence)
-	phase("Push of one task to every topic", scaleTopics, func(ctx context.Context, i int) error {
+	phase("Push of one task to every topic", scaleWorkers, scaleTopics, func(ctx context.Context, i int) error {
 		tasks, err := s.a.Push(ctx, pool, s.topics[i], taskapi.Append, taskapi.Creation{Identifier: "solo", Input: s.topics[i]})
 		if err == nil {
 			for seq := tasks[0].Sequence; ; {
@@ -324,7 +330,7 @@ func buildScale(t *testing.T, pool *pgxpool.Pool) *scale {
 		return err
 	})
 	s.first = first.Load()
-	phase("Push of 150 tasks to each of 200 topics", len(s.rich), func(ctx context.Context, i int) error {
+	phase("Push of 150 tasks to each of 200 topics", scaleWorkers, len(s.rich), func(ctx context.Context, i int) error {
 		creations := make([]taskapi.Creation, scaleRichMore)
 		for j := range creations {
 			creations[j] = taskapi.Creation{Identifier: fmt.Sprintf("id-%d", j), Input: "in"}
@@ -332,14 +338,14 @@ func buildScale(t *testing.T, pool *pgxpool.Pool) *scale {
 		_, err := s.a.Push(ctx, pool, s.rich[i], taskapi.Append, creations...)
 		return err
 	})
-	phase("Poll by A of one task in every topic", scaleTopics, func(ctx context.Context, i int) error {
+	phase("Poll by A of one task in every topic", scaleWorkers, scaleTopics, func(ctx context.Context, i int) error {
 		tasks, err := s.a.Poll(ctx, pool, s.topics[i], 1)
 		if err == nil && len(tasks) != 1 {
 			err = fmt.Errorf("Poll of %s = %d tasks, want 1", s.topics[i], len(tasks))
 		}
 		return err
 	})
-	phase("Poll of 20 and Complete of 10 by A in 200 topics", len(s.rich), func(ctx context.Context, i int) error {
+	phase("Poll of 20 and Complete of 10 by A in 200 topics", scaleWorkers, len(s.rich), func(ctx context.Context, i int) error {
 		tasks, err := s.a.Poll(ctx, pool, s.rich[i], scaleRichPoll)
 		if err == nil && len(tasks) != scaleRichPoll {
 			err = fmt.Errorf("Poll of %s = %d tasks, want %d", s.rich[i], len(tasks), scaleRichPoll)
