@@ -100,7 +100,7 @@ func wantPgCancelled(t *testing.T, call string, err error) {
 func timedPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	timeout := strconv.FormatInt(pgStatementTimeout.Milliseconds(), 10)
-	return openPool(t, testdb.PostgresURL(t), timeoutConns, "statement_timeout", timeout)
+	return testdb.Pool(t, testdb.PostgresURL(t), timeoutConns, "statement_timeout", timeout)
 }
 
 // timedMySQL opens a fresh, migrated MySQL or MariaDB database whose

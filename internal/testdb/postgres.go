@@ -38,12 +38,23 @@ var server struct {
 // qualify a table fails. The database is dropped when t ends.
 func Postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(PostgresURL(t))
+	return Pool(t, PostgresURL(t), 16)
+}
+
+// Pool opens a pool of conns connections on dbURL with an empty
+// search_path, as Postgres does, and the run-time parameters params, names
+// and values in turn; it closes the pool when t ends.
+func Pool(t testing.TB, dbURL string, conns int32, params ...string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		t.Fatalf("testdb: parse URL: %v", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = ""
-	cfg.MaxConns = 16
+	for i := 0; i+1 < len(params); i += 2 {
+		cfg.ConnConfig.RuntimeParams[params[i]] = params[i+1]
+	}
+	cfg.MaxConns = conns
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("testdb: connect: %v", err)

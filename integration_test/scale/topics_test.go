@@ -1,4 +1,4 @@
-package integration_test
+package scale
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 
 	"github.com/taskrepo/taskrepo/internal/testdb"
 	"github.com/taskrepo/taskrepo/taskansi"
@@ -110,7 +111,7 @@ func TestTopicsAtTenThousand(t *testing.T) {
 	}
 	t.Parallel()
 	dbURL := testdb.OwnPostgres(t).URL()
-	pool := openPool(t, dbURL, scaleWorkers)
+	pool := testdb.Pool(t, dbURL, scaleWorkers)
 	var setting string
 	if err := pool.QueryRow(t.Context(), "SHOW max_locks_per_transaction").Scan(&setting); err != nil {
 		t.Fatal(err)
@@ -136,28 +137,6 @@ func TestTopicsAtTenThousand(t *testing.T) {
 	})
 	t.Run("pool", func(t *testing.T) { everyCallAtScale(t, s, pool, nil) })
 	t.Run("taskansi", func(t *testing.T) { spanningCallsOfTaskansi(t, s, dbURL) })
-}
-
-// openPool opens a pool of conns connections on dbURL with an empty
-// search_path, as testdb.Postgres does, and the run-time parameters params,
-// names and values in turn.
-func openPool(t *testing.T, dbURL string, conns int32, params ...string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = ""
-	for i := 0; i+1 < len(params); i += 2 {
-		cfg.ConnConfig.RuntimeParams[params[i]] = params[i+1]
-	}
-	cfg.MaxConns = conns
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // spanningCallsOfTaskansi runs the calls that span topics through taskansi
