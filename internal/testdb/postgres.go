@@ -77,14 +77,6 @@ func EmptyPostgresURL(t testing.TB) string {
 	return postgresDatabase(t, false)
 }
 
-// AdminPostgresURL returns the URL of the server's maintenance database, for
-// tests that create roles; it skips or fails t like PostgresURL.
-func AdminPostgresURL(t testing.TB) string {
-	t.Helper()
-	postgresServer(t)
-	return server.url
-}
-
 // postgresServer starts or finds the shared server once, and skips or
 // fails t when there is none.
 func postgresServer(t testing.TB) {

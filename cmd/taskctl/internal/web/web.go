@@ -132,9 +132,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the Server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.handler }
-
 // shutdownPatience bounds how long Serve waits for requests under way
 // when it stops.
 const shutdownPatience = 5 * time.Second
