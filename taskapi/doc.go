@@ -13,7 +13,8 @@
 //
 // Conditions that callers branch on are reported with the sentinel errors
 // ErrUnknownTopic, ErrUnknownOwner, ErrNotActive, ErrStateMismatch,
-// ErrInvalidArgument and ErrConflict; test for them with errors.Is. A
+// ErrInvalidArgument, ErrConflict and ErrUnavailable; test for them with
+// errors.Is. A
 // *StateError, reached with errors.As, names the tasks that made a
 // Complete, ReviveTasks or Reassign fail.
 package taskapi

@@ -33,6 +33,14 @@ var (
 	// its own has already retried a few times; inside the caller's
 	// transaction the caller rolls back and retries the whole transaction.
 	ErrConflict = errors.New("conflict with a concurrent transaction")
+	// ErrUnavailable reports that the call could not reach the database, or
+	// that the connection broke, or was closed by the server, while the
+	// call ran (a network failure, a terminated session, a server shutting
+	// down). Unlike the other sentinels it says nothing of the call's
+	// arguments: the same call may succeed once the database answers
+	// again. A COMMIT that failed so may have committed all the same:
+	// read back what it wrote before doing it again.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // StateError names the tasks that made a call fail because they were not in

@@ -77,3 +77,13 @@ type Leader[Tx any] interface {
 	// owner may lead; otherwise it does nothing.
 	Concede(ctx context.Context, tx Tx, term Term) error
 }
+
+// Clock reads the database's clock, which every time of the contract
+// (created, completed, NotBefore, heartbeats, terms) is on. A consumer
+// runtime measures how far its process's clock is from it, so that it waits
+// for the database's times on the database's clock.
+type Clock[Tx any] interface {
+	// Now returns the database's current time at the statement, in UTC, to
+	// the microsecond.
+	Now(ctx context.Context, tx Tx) (time.Time, error)
+}

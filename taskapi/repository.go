@@ -18,8 +18,9 @@ type Sink[Tx any] interface {
 // Source hands out tasks to process and takes their results.
 type Source[Tx any] interface {
 	// Poll marks up to size Ready tasks of topic that are due (no NotBefore
-	// in the future) Active with this owner and returns them in poll order. opts are an Order and a Condition; the
-	// default is FIFO, Unconditional. Fails with ErrUnknownOwner when this
+	// in the future) Active with this owner and returns them in poll order.
+	// opts are an Order, a Condition and a Term; the default is FIFO,
+	// Unconditional, with no term. Fails with ErrUnknownOwner when this
 	// owner is not registered.
 	Poll(ctx context.Context, tx Tx, topic string, size int, opts ...PollOption) ([]Task, error)
 	// Complete records the decisions. Every task must be Active and owned by
@@ -145,10 +146,21 @@ type Scheduler[Tx any] interface {
 	Advance(ctx context.Context, tx Tx, topic, name string, from, to time.Time) (bool, error)
 }
 
-// PollOption is an option of Poll: an Order or a Condition.
+// PollOption is an option of Poll: an Order, a Condition or a Term.
 type PollOption interface {
 	pollOption()
 }
 
 func (Order) pollOption()     {}
 func (Condition) pollOption() {}
+
+// A Term given to Poll makes the poll claim tasks only while the term is
+// current at the poll's statement, on the database clock: the term of this
+// owner for the polled topic, with the topic's current Number, not expired
+// and not conceded. Otherwise the poll returns nothing. No new term of the
+// topic begins before the poll's transaction has ended, so the tasks that
+// a poll under a term claims are claimed under that term, never under the
+// next one: an exclusive consumer (see Leader) never claims after another
+// process took its place. A Term of another topic or owner is
+// ErrInvalidArgument.
+func (Term) pollOption() {}

@@ -76,6 +76,9 @@ type Completion struct {
 type Assignment struct {
 	Task   Task
 	Result Result
+	// Output, when not empty, replaces the task's output (an operator's
+	// note, say, or why the runtime gave up on a task); empty keeps it.
+	Output string
 }
 
 // Revival pairs a revived task with the task that carries on. They are equal
