@@ -5,7 +5,6 @@ package netproxy
 
 import (
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -18,13 +17,13 @@ type Proxy struct {
 	listener net.Listener
 
 	// budget is how many more bytes may go from clients to the server
-	// before the proxy cuts itself, while armed (CutAfter).
-	budget atomic.Int64
-	armed  atomic.Bool
+	// before the proxy cuts itself, while metering (CutAfter).
+	budget   atomic.Int64
+	metering atomic.Bool
 
 	mu    sync.Mutex
 	cut   bool
-	conns map[net.Conn]struct{}
+	links map[*link]struct{}
 	wg    sync.WaitGroup
 }
 
@@ -34,7 +33,7 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, listener: l, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: target, listener: l, links: map[*link]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -58,14 +57,16 @@ func ForURL(rawURL string) (*Proxy, string, error) {
 // Addr returns the address clients connect to.
 func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 
-// Cut drops every connection and refuses new ones until Restore.
+// Cut drops every connection and refuses new ones until Restore. A dropped
+// connection closes on the client's side at once; on the server's side
+// the proxy ends the stream after the bytes the server got, so that the
+// server sees the client go after them, and closes the connection once
+// the server has.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
-	for c := range p.conns {
-		c.Close()
-	}
+	p.dropLocked()
 }
 
 // CutAfter cuts the proxy once n more bytes have gone from its clients to
@@ -74,47 +75,46 @@ func (p *Proxy) Cut() {
 // a network fails mid-statement. Restore disarms it.
 func (p *Proxy) CutAfter(n int64) {
 	p.budget.Store(n)
-	p.armed.Store(true)
+	p.metering.Store(true)
 }
 
-// errBudget ends the copy that spent the budget of CutAfter.
-var errBudget = errors.New("netproxy: byte budget spent")
-
-// metered counts the bytes a client sends against the budget of CutAfter,
-// and lets through only those within it.
-type metered struct {
-	p *Proxy
-	r io.Reader
-}
-
-func (m metered) Read(b []byte) (int, error) {
-	n, err := m.r.Read(b)
-	if n <= 0 || !m.p.armed.Load() {
-		return n, err
+// spend counts b against the budget of CutAfter and returns the part of b
+// within it, and whether b spent the budget, in which case the proxy is
+// cut: it refuses new connections, and the caller drops the open ones once
+// it has sent what it may.
+func (p *Proxy) spend(b []byte) ([]byte, bool) {
+	if len(b) == 0 || !p.metering.Load() {
+		return b, false
 	}
-	if left := m.p.budget.Add(-int64(n)); left <= 0 {
-		m.p.armed.Store(false)
-		m.p.mu.Lock()
-		m.p.cut = true // refuse new connections now; the copy drops the open ones once it has passed the bytes within the budget
-		m.p.mu.Unlock()
-		return max(n+int(left), 0), errBudget
+	left := p.budget.Add(-int64(len(b)))
+	if left > 0 {
+		return b, false
 	}
-	return n, err
+	p.metering.Store(false)
+	p.mu.Lock()
+	p.cut = true
+	p.mu.Unlock()
+	return b[:max(len(b)+int(left), 0)], true
 }
 
-// Restore lets connections through again.
+// Restore lets connections through again, and disarms CutAfter.
 func (p *Proxy) Restore() {
-	p.armed.Store(false)
+	p.metering.Store(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
 }
 
-// Close stops the proxy and drops its connections; it returns once every
-// goroutine of the proxy has.
+// Close stops the proxy and closes its connections on both sides at once;
+// it returns once every goroutine of the proxy has.
 func (p *Proxy) Close() error {
 	err := p.listener.Close()
-	p.Cut()
+	p.mu.Lock()
+	p.cut = true
+	for l := range p.links {
+		l.close()
+	}
+	p.mu.Unlock()
 	p.wg.Wait()
 	return err
 }
@@ -139,58 +139,75 @@ func (p *Proxy) forward(client net.Conn) {
 		client.Close()
 		return
 	}
-	if !p.track(client, server) {
+	l := &link{p: p, client: client, server: server, dialect: tcpConn{}}
+	if !p.track(l) {
 		return
 	}
-	var copies sync.WaitGroup
-	copies.Go(func() {
-		if pipe(server, client, metered{p, client}) == errBudget {
-			p.Cut()
-		}
-	})
-	copies.Go(func() { _ = pipe(client, server, server) })
-	copies.Wait()
-	p.untrack(client, server)
+	var halves sync.WaitGroup
+	halves.Go(l.up)
+	halves.Go(l.down)
+	halves.Wait()
+	p.untrack(l)
 }
 
-func (p *Proxy) dial() (net.Conn, error) {
+func (p *Proxy) dial() (*net.TCPConn, error) {
 	p.mu.Lock()
 	cut := p.cut
 	p.mu.Unlock()
 	if cut {
 		return nil, errors.New("netproxy: cut")
 	}
-	return net.Dial("tcp", p.target)
+	c, err := net.Dial("tcp", p.target)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.TCPConn), nil
 }
 
-// track records a pair of connections, or closes both when the proxy was
-// cut meanwhile.
-func (p *Proxy) track(client, server net.Conn) bool {
+// track records a link, or closes it when the proxy was cut meanwhile.
+func (p *Proxy) track(l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cut {
-		client.Close()
-		server.Close()
+		l.close()
 		return false
 	}
-	p.conns[client], p.conns[server] = struct{}{}, struct{}{}
+	p.links[l] = struct{}{}
 	return true
 }
 
-func (p *Proxy) untrack(client, server net.Conn) {
+func (p *Proxy) untrack(l *link) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.conns, client)
-	delete(p.conns, server)
-	client.Close()
-	server.Close()
+	delete(p.links, l)
+	l.close()
 }
 
-// pipe copies what r reads from src to dst, closes both when either side
-// ends, and returns why the copy ended.
-func pipe(dst, src net.Conn, r io.Reader) error {
-	_, err := io.Copy(dst, r)
-	dst.Close()
-	src.Close()
-	return err
+// admit decides what of the messages that l framed goes to the server.
+func (p *Proxy) admit(msgs []message) verdict {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var v verdict
+	for _, m := range msgs {
+		if p.cut {
+			v.stop = true
+			break
+		}
+		v.forward = append(v.forward, m.bytes...)
+	}
+	return v
+}
+
+// dropAll drops every connection without changing whether the proxy is
+// cut.
+func (p *Proxy) dropAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropLocked()
+}
+
+func (p *Proxy) dropLocked() {
+	for l := range p.links {
+		l.drop()
+	}
 }
