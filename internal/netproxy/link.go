@@ -2,6 +2,8 @@ package netproxy
 
 import (
 	"net"
+	"sync/atomic"
+	"time"
 )
 
 // A link is a client's connection and the proxy's connection to the server
@@ -11,6 +13,9 @@ type link struct {
 	client  net.Conn
 	server  *net.TCPConn
 	dialect dialect
+	// muted keeps what the server sends from the client, from the moment
+	// the statement of an After cut goes to the server.
+	muted atomic.Bool
 }
 
 // bufSize is how many bytes a link reads at once.
@@ -19,7 +24,16 @@ const bufSize = 32 << 10
 // A message is a whole message that a client sent, as the dialect of its
 // connection frames it.
 type message struct {
-	bytes []byte
+	bytes  []byte
+	answer []byte // the proxy's own reply, sent to the client instead of forwarding the message
+	// begins and ends say that the message begins or ends a statement
+	// (see CutAtStatement); what names the message that begins one, and
+	// sql is the statement's text.
+	begins, ends bool
+	what, sql    string
+	// settles says that the server executes what it got and replies once
+	// it has the message: a simple Query, a Sync, a MySQL command.
+	settles bool
 }
 
 // A dialect frames the traffic of one connection.
@@ -45,6 +59,7 @@ func (tcpConn) fromServer(b []byte) int { return len(b) }
 // client.
 type verdict struct {
 	forward []byte // what goes to the server
+	answer  []byte // what the proxy replies to the client itself
 	stop    bool   // the link carries nothing more
 	cut     bool   // the proxy cut itself: drop every connection once forward is sent
 }
@@ -54,10 +69,11 @@ type verdict struct {
 // the stream after what it got.
 func (l *link) up() {
 	defer l.server.CloseWrite()
+	defer l.p.settle(l)
 	buf := make([]byte, bufSize)
 	var pending []byte
 	for {
-		n, err := l.client.Read(buf)
+		n, err := l.read(buf)
 		pending = append(pending, buf[:n]...)
 		used, more := l.pass(pending)
 		pending = compact(pending, used)
@@ -67,16 +83,25 @@ func (l *link) up() {
 	}
 }
 
+// read reads from the client, for no longer than trailPatience when the
+// link waits for the Sync behind the statement of an After cut.
+func (l *link) read(buf []byte) (int, error) {
+	if l.p.trailing(l) {
+		_ = l.client.SetReadDeadline(time.Now().Add(trailPatience))
+	}
+	return l.client.Read(buf)
+}
+
 // pass frames the whole messages at the start of b, sends on what the
 // proxy lets through of them, and returns how many bytes of b it framed,
 // and false once the link is to carry nothing more.
 func (l *link) pass(b []byte) (int, bool) {
 	msgs, used := l.frame(b)
-	v := l.p.admit(msgs)
+	v := l.p.admit(l, msgs)
 	var spent bool
 	v.forward, spent = l.p.spend(v.forward)
 	v.cut, v.stop = v.cut || spent, v.stop || spent
-	ok := send(l.server, v.forward)
+	ok := send(l.client, v.answer) && send(l.server, v.forward)
 	if v.cut {
 		l.p.dropAll()
 	}
@@ -117,7 +142,7 @@ func (l *link) down() {
 		n, err := l.server.Read(buf)
 		pending = append(pending, buf[:n]...)
 		ready := l.dialect.fromServer(pending)
-		gone = gone || !send(l.client, pending[:ready])
+		gone = gone || l.muted.Load() || !send(l.client, pending[:ready])
 		pending = compact(pending, ready)
 		if err != nil {
 			return

@@ -1,19 +1,59 @@
 // Package netproxy is a TCP proxy for tests that cut a client off from its
 // database: while cut, it drops every connection it carries and refuses
-// new ones, as a network partition or a dead load balancer would.
+// new ones, as a network partition or a dead load balancer would. It cuts
+// when told (Cut), once clients have sent a number of bytes (CutAfter),
+// and, when it knows the protocol it carries, PostgreSQL's or MySQL's,
+// before or after the nth statement that clients send (CutAtStatement).
 package netproxy
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 )
+
+// A Protocol is the wire protocol that a Proxy carries. The proxy parses
+// no more of it than the framing of messages.
+type Protocol int
+
+const (
+	// TCP is bytes that the proxy does not parse: it counts no statements.
+	TCP Protocol = iota
+	// PostgreSQL is PostgreSQL's frontend/backend protocol, version 3. The
+	// proxy answers a client's SSLRequest or GSSENCRequest itself, with a
+	// no, so that sessions stay in plaintext: a client that requires
+	// encryption (sslmode=require) cannot connect.
+	PostgreSQL
+)
+
+// String returns the name of the protocol.
+func (p Protocol) String() string {
+	switch p {
+	case TCP:
+		return "TCP"
+	case PostgreSQL:
+		return "PostgreSQL"
+	}
+	return fmt.Sprintf("Protocol(%d)", int(p))
+}
+
+// dialect returns the framing of one connection of the protocol.
+func (p Protocol) dialect() dialect {
+	if p == PostgreSQL {
+		return newPostgresConn()
+	}
+	return tcpConn{}
+}
 
 // A Proxy forwards the connections it accepts to a target address.
 type Proxy struct {
 	target   string
+	protocol Protocol
 	listener net.Listener
 
 	// budget is how many more bytes may go from clients to the server
@@ -24,29 +64,38 @@ type Proxy struct {
 	mu    sync.Mutex
 	cut   bool
 	links map[*link]struct{}
+	stmts statementCut
 	wg    sync.WaitGroup
 }
 
-// Start listens on a free port of 127.0.0.1 and forwards to target.
-func Start(target string) (*Proxy, error) {
+// Start listens on a free port of 127.0.0.1 and forwards TCP to target.
+func Start(target string) (*Proxy, error) { return StartProtocol(target, TCP) }
+
+// StartProtocol listens on a free port of 127.0.0.1 and forwards to target,
+// which speaks protocol.
+func StartProtocol(target string, protocol Protocol) (*Proxy, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, listener: l, links: map[*link]struct{}{}}
+	p := &Proxy{target: target, protocol: protocol, listener: l, links: map[*link]struct{}{}}
 	p.wg.Go(p.accept)
 	return p, nil
 }
 
-// ForURL starts a proxy to the host of a database URL such as
-// postgres://user@host:5432/db and returns it with the URL that goes
-// through it.
+// ForURL starts a proxy to the host of a database URL and returns it with
+// the URL that goes through it. The proxy carries PostgreSQL for a
+// postgres:// or postgresql:// URL, else TCP.
 func ForURL(rawURL string) (*Proxy, string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := Start(u.Host)
+	protocol := TCP
+	if u.Scheme == "postgres" || u.Scheme == "postgresql" {
+		protocol = PostgreSQL
+	}
+	p, err := StartProtocol(u.Host, protocol)
 	if err != nil {
 		return nil, "", err
 	}
@@ -97,12 +146,39 @@ func (p *Proxy) spend(b []byte) ([]byte, bool) {
 	return b[:max(len(b)+int(left), 0)], true
 }
 
-// Restore lets connections through again, and disarms CutAfter.
+// Restore lets connections through again, and disarms CutAfter and
+// CutAtStatement. A connection that carries the statement of an After cut
+// which has fired, but which the proxy has not cut yet, is dropped.
 func (p *Proxy) Restore() {
 	p.metering.Store(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
+	p.stmts.disarm()
+}
+
+// WaitIdle waits until the proxy carries no connection, or ctx ends. Once
+// a cut has dropped the connections, a server has handled all that it got
+// of one when it closes it, and the proxy refuses new ones until Restore:
+// called before Restore, WaitIdle returns when the database holds what
+// the clients cut off will ever have done.
+func (p *Proxy) WaitIdle(ctx context.Context) error {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !p.idle() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+func (p *Proxy) idle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.links) == 0
 }
 
 // Close stops the proxy and closes its connections on both sides at once;
@@ -139,7 +215,7 @@ func (p *Proxy) forward(client net.Conn) {
 		client.Close()
 		return
 	}
-	l := &link{p: p, client: client, server: server, dialect: tcpConn{}}
+	l := &link{p: p, client: client, server: server, dialect: p.protocol.dialect()}
 	if !p.track(l) {
 		return
 	}
@@ -183,8 +259,9 @@ func (p *Proxy) untrack(l *link) {
 	l.close()
 }
 
-// admit decides what of the messages that l framed goes to the server.
-func (p *Proxy) admit(msgs []message) verdict {
+// admit decides what of the messages that l framed goes to the server,
+// counting the statements they begin while CutAtStatement is armed.
+func (p *Proxy) admit(l *link, msgs []message) verdict {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var v verdict
@@ -193,9 +270,41 @@ func (p *Proxy) admit(msgs []message) verdict {
 			v.stop = true
 			break
 		}
-		v.forward = append(v.forward, m.bytes...)
+		if m.answer != nil {
+			v.answer = append(v.answer, m.answer...)
+			continue
+		}
+		act := p.stmts.decide(l, m)
+		if act != cutBefore {
+			v.forward = append(v.forward, m.bytes...)
+		}
+		if act != pass {
+			p.cut, v.cut, v.stop = true, true, true
+			break
+		}
 	}
 	return v
+}
+
+// settle cuts the proxy when l, which carries nothing more, carries the
+// statement of an After cut that has fired: its client went or sent
+// nothing more behind it.
+func (p *Proxy) settle(l *link) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stmts.carrier == l {
+		p.stmts.carrier = nil
+		p.cut = true
+		p.dropLocked()
+	}
+}
+
+// trailing reports whether l waits for the Sync behind the statement of an
+// After cut.
+func (p *Proxy) trailing(l *link) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stmts.trailing(l)
 }
 
 // dropAll drops every connection without changing whether the proxy is

@@ -6,8 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/taskrepo/taskrepo/internal/netproxy"
 )
+
+// TestMain fails the package when a goroutine outlives its tests: Close
+// waits for every goroutine of the proxy.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
 
 // echo serves lines back on a free port until the test ends.
 func echo(t *testing.T) string {
