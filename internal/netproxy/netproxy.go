@@ -29,6 +29,11 @@ const (
 	// no, so that sessions stay in plaintext: a client that requires
 	// encryption (sslmode=require) cannot connect.
 	PostgreSQL
+	// MySQL is the client/server protocol of MySQL and MariaDB, in plain
+	// packets. The proxy withdraws the server's offer of TLS and of
+	// compression from its greeting, so that sessions stay plain: a
+	// client that requires TLS (tls=true) cannot connect.
+	MySQL
 )
 
 // String returns the name of the protocol.
@@ -38,14 +43,19 @@ func (p Protocol) String() string {
 		return "TCP"
 	case PostgreSQL:
 		return "PostgreSQL"
+	case MySQL:
+		return "MySQL"
 	}
 	return fmt.Sprintf("Protocol(%d)", int(p))
 }
 
 // dialect returns the framing of one connection of the protocol.
 func (p Protocol) dialect() dialect {
-	if p == PostgreSQL {
+	switch p {
+	case PostgreSQL:
 		return newPostgresConn()
+	case MySQL:
+		return newMySQLConn()
 	}
 	return tcpConn{}
 }
