@@ -38,9 +38,9 @@ func newMyRig(t *testing.T) *myRig {
 	return &myRig{direct: direct, proxy: proxy, proxied: proxied}
 }
 
-// client runs the insertion of sqlInsert on a fresh handle through the
-// proxy.
-func (r *myRig) client(inTx bool, last string) client {
+// client runs the insertion of sqlInsert, which sends statements, the last
+// with last in its text, on a fresh handle through the proxy.
+func (r *myRig) client(inTx bool, statements int, last string) client {
 	return client{
 		run: func(ctx context.Context, id int) error {
 			db, err := sql.Open("mysql", r.proxied)
@@ -62,21 +62,27 @@ func (r *myRig) client(inTx bool, last string) client {
 		exists: func(ctx context.Context, id int) (bool, error) {
 			return sqlExists(ctx, r.direct, "SELECT EXISTS (SELECT * FROM probe WHERE id = ?)", id)
 		},
-		last: last,
+		statements: statements,
+		last:       last,
 	}
 }
 
 // TestCutAtEachStatementOfDatabaseSQLOnMySQL cuts before, then after,
 // each statement of an insertion with database/sql on go-sql-driver/mysql,
-// on the pool and in a transaction.
+// on the pool (a COM_STMT_PREPARE, a COM_STMT_EXECUTE, and a
+// COM_STMT_CLOSE, which is no statement) and in a transaction (START
+// TRANSACTION and COMMIT around them).
 func TestCutAtEachStatementOfDatabaseSQLOnMySQL(t *testing.T) {
 	t.Parallel()
 	for name, inTx := range map[string]bool{"insert": false, "transaction": true} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := newMyRig(t)
-			last := map[bool]string{false: "insert", true: "commit"}[inTx]
-			sweepBoth(t, r.proxy, r.client(inTx, last))
+			if inTx {
+				sweepBoth(t, r.proxy, r.client(true, 4, "commit"))
+			} else {
+				sweepBoth(t, r.proxy, r.client(false, 2, "insert"))
+			}
 		})
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
@@ -49,8 +51,9 @@ func (r *pgRig) pool(ctx context.Context, mode pgx.QueryExecMode) (*pgxpool.Pool
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
-// client runs path on a fresh pool in mode.
-func (r *pgRig) client(mode pgx.QueryExecMode, last string, path func(ctx context.Context, pool *pgxpool.Pool, id int) error) client {
+// client runs path, which sends statements, the last with last in its
+// text, on a fresh pool in mode.
+func (r *pgRig) client(mode pgx.QueryExecMode, statements int, last string, path func(ctx context.Context, pool *pgxpool.Pool, id int) error) client {
 	return client{
 		run: func(ctx context.Context, id int) error {
 			pool, err := r.pool(ctx, mode)
@@ -60,20 +63,17 @@ func (r *pgRig) client(mode pgx.QueryExecMode, last string, path func(ctx contex
 			defer pool.Close()
 			return path(ctx, pool, id)
 		},
-		probe: r.probe,
-		exists: func(ctx context.Context, id int) (bool, error) {
-			var exists bool
-			err := r.direct.QueryRow(ctx, "SELECT EXISTS (SELECT FROM public.probe WHERE id = $1)", id).Scan(&exists)
-			return exists, err
-		},
-		last: last,
+		probe:      r.probe,
+		exists:     r.exists,
+		statements: statements,
+		last:       last,
 	}
 }
 
 // sqlClient runs the insertion of sqlInsert on a fresh database/sql handle
 // on pgx's driver.
-func (r *pgRig) sqlClient(inTx bool, last string) client {
-	c := r.client(pgx.QueryExecModeCacheStatement, last, nil)
+func (r *pgRig) sqlClient(inTx bool, statements int, last string) client {
+	c := r.client(pgx.QueryExecModeCacheStatement, statements, last, nil)
 	c.run = func(ctx context.Context, id int) error {
 		db, err := r.sqlDB()
 		if err != nil {
@@ -94,6 +94,13 @@ func (r *pgRig) sqlDB() (*sql.DB, error) {
 	}
 	never := stdlib.OptionShouldPing(func(context.Context, stdlib.ShouldPingParams) bool { return false })
 	return stdlib.OpenDB(*cfg, never), nil
+}
+
+// exists says, through the direct pool, whether the row id exists.
+func (r *pgRig) exists(ctx context.Context, id int) (bool, error) {
+	var exists bool
+	err := r.direct.QueryRow(ctx, "SELECT EXISTS (SELECT FROM public.probe WHERE id = $1)", id).Scan(&exists)
+	return exists, err
 }
 
 func (r *pgRig) probe(ctx context.Context) error {
@@ -150,20 +157,25 @@ func TestCutAtEachStatementOfPgx(t *testing.T) {
 		"exec":   pgx.QueryExecModeExec,
 	}
 	paths := map[string]struct {
-		last string
-		run  func(ctx context.Context, pool *pgxpool.Pool, id int) error
+		// statements is how many statements the path sends in each mode:
+		// a Query (begin and commit, and every statement in the simple
+		// protocol, a batch in one), a round trip that prepares the
+		// insertion (cached), an execution of it (cached and exec).
+		statements map[string]int
+		last       string
+		run        func(ctx context.Context, pool *pgxpool.Pool, id int) error
 	}{
-		"insert":             {"insert", pgxInsert},
-		"transaction":        {"commit", pgxTransaction},
-		"batch":              {"insert", pgxBatch},
-		"batchInTransaction": {"commit", pgxBatchInTransaction},
+		"insert":             {map[string]int{"simple": 1, "cached": 2, "exec": 1}, "insert", pgxInsert},
+		"transaction":        {map[string]int{"simple": 3, "cached": 4, "exec": 3}, "commit", pgxTransaction},
+		"batch":              {map[string]int{"simple": 1, "cached": 3, "exec": 2}, "insert", pgxBatch},
+		"batchInTransaction": {map[string]int{"simple": 3, "cached": 5, "exec": 4}, "commit", pgxBatchInTransaction},
 	}
 	for modeName, mode := range modes {
 		for pathName, path := range paths {
 			t.Run(modeName+"/"+pathName, func(t *testing.T) {
 				t.Parallel()
 				r := newPGRig(t)
-				sweepBoth(t, r.proxy, r.client(mode, path.last, path.run))
+				sweepBoth(t, r.proxy, r.client(mode, path.statements[modeName], path.last, path.run))
 			})
 		}
 	}
@@ -171,15 +183,19 @@ func TestCutAtEachStatementOfPgx(t *testing.T) {
 
 // TestCutAtEachStatementOfDatabaseSQLOnPgx cuts before, then after, each
 // statement of an insertion with database/sql on pgx's driver, on the pool
-// and in a transaction.
+// (a round trip that prepares, an execution) and in a transaction (begin
+// and commit around them).
 func TestCutAtEachStatementOfDatabaseSQLOnPgx(t *testing.T) {
 	t.Parallel()
 	for name, inTx := range map[string]bool{"insert": false, "transaction": true} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			r := newPGRig(t)
-			last := map[bool]string{false: "insert", true: "commit"}[inTx]
-			sweepBoth(t, r.proxy, r.sqlClient(inTx, last))
+			if inTx {
+				sweepBoth(t, r.proxy, r.sqlClient(true, 4, "commit"))
+			} else {
+				sweepBoth(t, r.proxy, r.sqlClient(false, 2, "insert"))
+			}
 		})
 	}
 }
@@ -252,4 +268,57 @@ func (r *pgRig) connect(t *testing.T) *pgx.Conn {
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
+}
+
+// TestAfterLetsTheSyncBehindAnExecuteThrough checks that a cut after an
+// execution in the extended protocol lets the Sync behind it through when
+// the client sends it apart, for the server commits the implicit
+// transaction there, and cuts without one when the client asks for the
+// reply with a Flush and waits for it instead.
+func TestAfterLetsTheSyncBehindAnExecuteThrough(t *testing.T) {
+	t.Parallel()
+	for name, synced := range map[string]bool{"sync": true, "flush": false} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := newPGRig(t)
+			conn := r.connect(t)
+			ctx, cancel := context.WithTimeout(t.Context(), patience)
+			defer cancel()
+			r.proxy.CutAtStatement(1, netproxy.After)
+			defer r.proxy.Restore()
+			if err := pipelineInsert(ctx, conn.PgConn(), synced); err == nil {
+				t.Error("the client got a reply")
+			}
+			if err := r.proxy.WaitIdle(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if st, fired := r.proxy.Fired(); !fired || st.Message != "Parse" || st.SQL != pgInsert {
+				t.Errorf("Fired() = %v, %v; want the insertion", st, fired)
+			}
+			checkRow(t, r.exists, 1, synced, netproxy.After, 1)
+		})
+	}
+}
+
+// pipelineInsert inserts the row 1 in a pipeline and sends a Sync apart a
+// moment later, or else a Flush with the insertion, and then waits for the
+// reply.
+func pipelineInsert(ctx context.Context, conn *pgconn.PgConn, synced bool) error {
+	p := conn.StartPipeline(ctx)
+	defer p.Close()
+	p.SendQueryParams(pgInsert, [][]byte{[]byte("1")}, nil, nil, nil)
+	if !synced {
+		p.SendFlushRequest()
+	}
+	if err := p.Flush(); err != nil {
+		return err
+	}
+	if synced {
+		time.Sleep(10 * time.Millisecond)
+		if err := p.Sync(); err != nil {
+			return err
+		}
+	}
+	_, err := p.GetResults()
+	return err
 }

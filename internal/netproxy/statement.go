@@ -72,7 +72,7 @@ func (s Statement) String() string { return fmt.Sprintf("%s %q", s.Message, s.SQ
 //     including the next Sync, for the server commits an implicit
 //     transaction at the Sync, unless another statement begins first (the
 //     Sync then never reaches the server) or the client sends nothing for
-//     100 ms (it waits, after a Flush, for a reply that will not come).
+//     200 ms (it waits, after a Flush, for a reply that will not come).
 //     The startup, passwords, Describe, Close, Sync, Flush, COPY data and
 //     function calls are not statements.
 //   - MySQL: a COM_QUERY, COM_STMT_PREPARE or COM_STMT_EXECUTE command
@@ -122,7 +122,7 @@ func (p *Proxy) Statements() []Statement {
 
 // trailPatience is how long an After cut waits for the Sync behind the
 // statement it let through.
-const trailPatience = 100 * time.Millisecond
+const trailPatience = 200 * time.Millisecond
 
 // statementCut is the state of CutAtStatement, guarded by Proxy.mu.
 type statementCut struct {

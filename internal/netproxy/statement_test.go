@@ -27,8 +27,10 @@ type client struct {
 	// exists says, through a connection of its own, whether the row id
 	// exists.
 	exists func(ctx context.Context, id int) (bool, error)
-	// last is what the text of the last statement of the code path holds.
-	last string
+	// statements is how many statements the code path sends, and last is
+	// what the text of the last one holds.
+	statements int
+	last       string
 }
 
 // A run is the outcome of one run of a code path with a cut armed.
@@ -94,6 +96,9 @@ func checkSweep(t *testing.T, p *netproxy.Proxy, c client, mode netproxy.Mode, r
 	if len(all) != len(runs) {
 		t.Fatalf("the code path sent %d statements %v, the cut fired at %d", len(all), all, len(runs))
 	}
+	if len(all) != c.statements {
+		t.Errorf("the code path sent %d statements %v, want %d", len(all), all, c.statements)
+	}
 	if !strings.Contains(strings.ToLower(all[len(all)-1].SQL), c.last) {
 		t.Errorf("the last statement is %v, want one with %q", all[len(all)-1], c.last)
 	}
@@ -106,7 +111,7 @@ func checkSweep(t *testing.T, p *netproxy.Proxy, c client, mode netproxy.Mode, r
 			t.Errorf("cut %v statement %d (%v): the client got no error", mode, i+1, all[i])
 		}
 		committed := i == len(runs) || (mode == netproxy.After && i == len(runs)-1)
-		checkRow(t, c, r.id, committed, mode, i+1)
+		checkRow(t, c.exists, r.id, committed, mode, i+1)
 	}
 }
 
@@ -121,14 +126,14 @@ var numbers = regexp.MustCompile(`[0-9]+`)
 
 // checkRow checks that the row of the run cut in mode at statement n
 // exists if and only if the run committed it.
-func checkRow(t *testing.T, c client, id int, committed bool, mode netproxy.Mode, n int) {
+func checkRow(t *testing.T, exists func(context.Context, int) (bool, error), id int, committed bool, mode netproxy.Mode, n int) {
 	t.Helper()
-	exists, err := c.exists(t.Context(), id)
+	got, err := exists(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if exists != committed {
-		t.Errorf("cut %v statement %d: the row exists: %v, want %v", mode, n, exists, committed)
+	if got != committed {
+		t.Errorf("cut %v statement %d: the row exists: %v, want %v", mode, n, got, committed)
 	}
 }
 
