@@ -167,11 +167,11 @@ func (p *Proxy) Restore() {
 	p.stmts.disarm()
 }
 
-// WaitIdle waits until the proxy carries no connection, or ctx ends. Once
-// a cut has dropped the connections, a server has handled all that it got
-// of one when it closes it, and the proxy refuses new ones until Restore:
-// called before Restore, WaitIdle returns when the database holds what
-// the clients cut off will ever have done.
+// WaitIdle waits until the proxy carries no connection, or ctx ends.
+// Called after a cut and before Restore, while the proxy refuses new
+// connections, it returns once the server has closed every connection that
+// the cut dropped, having handled all that it got of each: the database
+// then holds whatever the clients cut off will ever have done.
 func (p *Proxy) WaitIdle(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()

@@ -48,7 +48,8 @@ func (s Statement) String() string { return fmt.Sprintf("%s %q", s.Message, s.SQ
 // CutAtStatement arms a cut at the nth statement that clients send, on any
 // connection of the proxy, from now on: n = 1 is the next one. Statements
 // are numbered in the order in which the proxy sees them begin; a
-// statement that began before the call does not count.
+// statement that began before the call does not count, and other
+// connections are not held while statement n goes through.
 //
 // Before cuts the proxy in place of statement n: the server gets every
 // byte that came before it and none of it. After lets statement n through
@@ -76,18 +77,20 @@ func (s Statement) String() string { return fmt.Sprintf("%s %q", s.Message, s.SQ
 //     The startup, passwords, Describe, Close, Sync, Flush, COPY data and
 //     function calls are not statements.
 //   - MySQL: a COM_QUERY, COM_STMT_PREPARE or COM_STMT_EXECUTE command
-//     (a packet of sequence number 0 after the handshake). The handshake,
-//     COM_STMT_CLOSE, COM_PING, COM_QUIT and the other commands are not
-//     statements.
+//     (a packet of sequence number 0 after the handshake; a command of 16
+//     MiB or more ends with the last packet that continues it). The
+//     handshake, COM_STMT_CLOSE, COM_PING, COM_QUIT and the other commands
+//     are not statements.
 //
-// A client's liveness checks count when they are statements: pgx pings a
-// connection that has been idle for a second with a Query "-- ping". And a
+// A client's liveness checks count when they are statements: pgx's pool and
+// database/sql on pgx ping a connection that has been idle for a second
+// with a Query "-- ping". And a
 // client's pool keeps the connections that a cut dropped until it uses
 // them and fails, without sending a statement: a test that runs a code
 // path once per n opens a fresh pool per run.
 //
-// CutAtStatement panics when n < 1, or on a proxy that carries TCP, in
-// which it would never fire.
+// CutAtStatement panics when n < 1, when mode is neither Before nor After,
+// or on a proxy that carries TCP, in which it would never fire.
 func (p *Proxy) CutAtStatement(n int, mode Mode) {
 	if n < 1 || p.protocol == TCP || (mode != Before && mode != After) {
 		panic(fmt.Sprintf("netproxy: CutAtStatement(%d, %v) on a proxy of %v", n, mode, p.protocol))
