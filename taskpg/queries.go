@@ -217,15 +217,21 @@ WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` 
 		lockedTasks + `
 UPDATE {schema}.task AS t SET {revival}
 WHERE ` + ofLockedTasks + ` AND (SELECT count(*) FROM locked) = $4` + revivedColumns
+	// Reassign: a run's output ($6) replaces the tasks' own unless it is
+	// empty. A task already in the state of its result keeps its descent
+	// and completion time, and changes only when it gets an output.
 	reassign = `
-WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[]) AS r (lo, hi, state)),` +
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $6::text[]) AS r (lo, hi, state, output)),` +
 		lockedTasks + `,
 moved AS (
     UPDATE {schema}.task AS t
-    SET state = r.state, descent = GREATEST(t.state, t.descent), completed = coalesce(t.completed, {now})
-    FROM (SELECT generate_series(lo, hi) AS sequence, state FROM runs) AS r
+    SET state = r.state,
+        descent = CASE WHEN t.state = r.state THEN t.descent ELSE GREATEST(t.state, t.descent) END,
+        completed = CASE WHEN t.state = r.state THEN t.completed ELSE coalesce(t.completed, {now}) END,
+        output = coalesce(NULLIF(r.output, ''), t.output)
+    FROM (SELECT generate_series(lo, hi) AS sequence, state, output FROM runs) AS r
     WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
-      AND t.state <> r.state AND (SELECT count(*) FROM locked) = $5)
+      AND (t.state <> r.state OR r.output <> '') AND (SELECT count(*) FROM locked) = $5)
 SELECT count(*) FROM locked`
 	// Defer sets the time of Ready tasks ($4, NULL to clear it), which
 	// moves them between the two indexes that polls read.

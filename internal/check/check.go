@@ -222,13 +222,17 @@ func Completions(topic string, completions []taskapi.Completion) error {
 	return nil
 }
 
-// Assignments checks the arguments of Reassign: the topic and every result.
+// Assignments checks the arguments of Reassign: the topic and every
+// assignment's result and output.
 func Assignments(topic string, assignments []taskapi.Assignment) error {
 	if err := Topic(topic); err != nil {
 		return err
 	}
 	for _, a := range assignments {
 		if err := Enum(a.Result); err != nil {
+			return err
+		}
+		if err := Text("output", a.Output); err != nil {
 			return err
 		}
 	}

@@ -164,6 +164,7 @@ func TestCallChecks(t *testing.T) {
 		"Completions bad result": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Result: 9}}}),
 		"Completions bad output": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "\xff"}}}),
 		"Assignments bad result": check.Assignments("t", []taskapi.Assignment{{Result: -1}}),
+		"Assignments bad output": check.Assignments("t", []taskapi.Assignment{{Output: "a\x00"}}),
 		"Join bad junction":      check.Join("t", taskapi.Junction(5), nil),
 		"Join bad identifier":    check.Join("t", taskapi.Singular, [][]string{{"a", ""}}),
 		"Filter bad state":       check.Filter([]taskapi.State{12}, "", ""),
@@ -177,7 +178,7 @@ func TestCallChecks(t *testing.T) {
 	for name, err := range map[string]error{
 		"Push":        check.Push("t", taskapi.Delete, ok),
 		"Completions": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "x"}}}),
-		"Assignments": check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success}}),
+		"Assignments": check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success, Output: "x"}}),
 		"Join":        check.Join("t", taskapi.Eternal, [][]string{{}, {"a"}}),
 		"Filter":      check.Filter(nil, "", ""),
 	} {

@@ -562,7 +562,8 @@ func FuzzPollOptions(f *testing.F) {
 //   - nothing panics;
 //   - Completions accepts exactly a valid topic with every result defined
 //     (0 to 3) and every output valid UTF-8 without NUL (empty included);
-//   - Assignments accepts exactly a valid topic with every result defined;
+//   - Assignments accepts exactly a valid topic with every result defined
+//     and every output valid UTF-8 without NUL (empty included);
 //   - Join accepts exactly a valid topic, a defined junction and every
 //     identifier of every group valid (empty groups are fine);
 //   - Filter accepts exactly defined states, an empty or valid reference
@@ -610,9 +611,9 @@ func FuzzBatchArguments(f *testing.F) {
 				Task:     taskapi.Task{Sequence: int64(i)},
 				Decision: taskapi.Decision{Result: taskapi.Result(result), Output: output},
 			})
-			assignments = append(assignments, taskapi.Assignment{Task: taskapi.Task{Sequence: int64(i)}, Result: taskapi.Result(result)})
+			assignments = append(assignments, taskapi.Assignment{Task: taskapi.Task{Sequence: int64(i)}, Result: taskapi.Result(result), Output: output})
 			completionsOK = completionsOK && results.has(result) && textOK(output)
-			assignmentsOK = assignmentsOK && results.has(result)
+			assignmentsOK = assignmentsOK && results.has(result) && textOK(output)
 			state := int(b&15) - 3 // -3 to 12
 			filterStates = append(filterStates, taskapi.State(state))
 			statesOK = statesOK && states.has(state)
