@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -193,10 +192,7 @@ func TestTaskansiTransactKeepsTheCallersErrors(t *testing.T) {
 // cannot reach the server is taskapi.ErrUnavailable.
 func TestTaskansiTransactOfAnUnreachableDatabase(t *testing.T) {
 	t.Parallel()
-	for driver, dsn := range map[string]string{ // nothing listens on port 1
-		"pgx":   "postgres://nobody@127.0.0.1:1/none?connect_timeout=5",
-		"mysql": "nobody@tcp(127.0.0.1:1)/none?timeout=5s",
-	} {
+	for driver, dsn := range map[string]string{"pgx": unreachablePostgres, "mysql": unreachableMySQL} {
 		db, err := sql.Open(driver, dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -215,25 +211,10 @@ func TestTaskansiTransactOfAnUnreachableDatabase(t *testing.T) {
 func (s transactServer) terminate(t *testing.T, db *sql.DB, tx taskansi.DB) {
 	t.Helper()
 	ctx := t.Context()
-	var id int64
-	if err := tx.QueryRowContext(ctx, s.session).Scan(&id); err != nil {
-		t.Fatalf("read the session's id: %v", err)
-	}
-	if err := s.kill(ctx, db, id); err != nil {
-		t.Fatalf("end the session: %v", err)
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		var n int
-		if err := db.QueryRowContext(ctx, s.alive, id).Scan(&n); err != nil {
-			t.Fatalf("look for the session: %v", err)
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %d still runs a minute after it was ended", id)
-		}
-	}
+	endSession(t,
+		func() (id int64, err error) { err = tx.QueryRowContext(ctx, s.session).Scan(&id); return id, err },
+		func(id int64) error { return s.kill(ctx, db, id) },
+		func(id int64) (n int, err error) { err = db.QueryRowContext(ctx, s.alive, id).Scan(&n); return n, err })
 }
 
 // hasCode reports whether err holds a database error with code: a
