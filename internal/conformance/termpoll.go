@@ -124,7 +124,7 @@ func testTermPolls[Tx any](t *testing.T, b Backend[Tx]) {
 		f := fleetOf(setup(t, b, topic))
 		clock := clockOf(t, f.repo)
 		tasks := f.pushIDs(topic, "a", "b")
-		term := f.mustLead(f.leader, topic, 2*time.Second)
+		term := f.mustLead(f.leader, topic, 3*time.Second) // the poll below claims well within it
 		tx, end := f.begin()
 		got, err := f.repo.Poll(f.ctx, tx, topic, 1, term)
 		f.must(err, "Poll under the term in a transaction")
