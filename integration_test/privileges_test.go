@@ -137,7 +137,15 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	}
 	_, _, err = leader.Renew(ctx, db, term, time.Hour)
 	step("Renew", err)
+	_, err = repo.Poll(ctx, db, gone, 5, term)
+	step("Poll under a term", err)
 	step("Concede", leader.Concede(ctx, db, term))
+	clock, ok := repo.(taskapi.Clock[Tx])
+	if !ok {
+		t.Fatalf("%T is no taskapi.Clock", repo)
+	}
+	_, err = clock.Now(ctx, db)
+	step("Now", err)
 	_, err = repo.Push(ctx, db, topic, taskapi.Append, taskapi.Creation{Identifier: "single"})
 	step("Push of 1", err)
 	_, err = repo.Push(ctx, db, topic, taskapi.Append, creations(150, 10)...)
@@ -167,6 +175,7 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	_, err = repo.ReviveTasks(ctx, db, topic, taskapi.ReviveReplace, polled[7])
 	step("ReviveTasks with Replace", err)
 	step("Reassign", repo.Reassign(ctx, db, topic, taskapi.Assignment{Task: polled[2], Result: taskapi.Success}))
+	step("Reassign with an output", repo.Reassign(ctx, db, topic, taskapi.Assignment{Task: polled[2], Result: taskapi.Success, Output: "note"}))
 	_, err = repo.ReassignAll(ctx, db, topic, taskapi.Filtered, taskapi.Success, taskapi.Unbounded)
 	step("ReassignAll", err)
 	_, err = repo.Join(ctx, db, topic, taskapi.Singular, []string{"held"})

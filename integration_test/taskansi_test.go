@@ -79,12 +79,14 @@ func TestTaskansiSQLiteConformance(t *testing.T) {
 func TestTaskansiPostgresConformance(t *testing.T) {
 	b := ansiBackend(taskansi.Postgres, openPostgres)
 	b.Block = postgresBlock.ansi
+	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
 	conformance.Run(t, b)
 }
 
 func TestTaskansiMySQLConformance(t *testing.T) {
 	b := ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB { return testdb.MySQL(t) })
 	b.Block = mysqlBlock.ansi
+	b.Kill, b.Unreachable = transactServers["MySQL"].ansiKill, ansiUnreachable("mysql", unreachableMySQL)
 	conformance.Run(t, b)
 }
 

@@ -30,7 +30,9 @@ func pgBackend(opts ...taskpg.Option) conformance.Backend[taskpg.DB] {
 			}
 			return tx, end, nil
 		},
-		Block: postgresBlock.pg,
+		Block:       postgresBlock.pg,
+		Kill:        pgKill,
+		Unreachable: pgUnreachable,
 	}
 }
 

@@ -36,8 +36,8 @@ const timeoutConns = 64
 
 // TestTaskpgStatementTimeout checks that taskpg gives up a call whose
 // statement PostgreSQL cancels for its statement_timeout: the error keeps
-// SQLSTATE 57014 in the chain, is no conflict (not retried), and the call
-// has changed nothing.
+// SQLSTATE 57014 in the chain, as taskapi.ErrUnavailable, is no conflict
+// (not retried), and the call has changed nothing.
 func TestTaskpgStatementTimeout(t *testing.T) {
 	t.Parallel()
 	b := pgBackend()
@@ -83,12 +83,16 @@ func TestTaskansiMySQLLockWaitTimeout(t *testing.T) {
 }
 
 // wantPgCancelled fails t unless err keeps the SQLSTATE of a cancelled
-// statement (57014) in its chain and is no conflict.
+// statement (57014) in its chain, is taskapi.ErrUnavailable and no
+// conflict.
 func wantPgCancelled(t *testing.T, call string, err error) {
 	t.Helper()
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "57014" {
 		t.Errorf("%s timed out: error = %v, want SQLSTATE 57014 in the chain", call, err)
+	}
+	if !errors.Is(err, taskapi.ErrUnavailable) {
+		t.Errorf("%s timed out: error = %v, want %v", call, err, taskapi.ErrUnavailable)
 	}
 	if errors.Is(err, taskapi.ErrConflict) {
 		t.Errorf("%s timed out: error = %v, want no %v: a timeout is not retried", call, err, taskapi.ErrConflict)

@@ -127,13 +127,13 @@ var laterOf = map[string]string{
 // fleetSQL fills the tokens of a statement on the tables that control
 // consumers (task_activation, task_leader) and numbers its placeholders:
 // {activation}, {leader} and {topic} by the (qualified) tables, {later}
-// (see laterOf), {now}, {greatest} and {wait} by the dialect's. These statements are
+// (see laterOf), {now}, {greatest}, {wait} and {keep} by the dialect's. These statements are
 // few and small; they are not built in New.
 func (r *Repository) fleetSQL(query string) string {
 	qualify := r.qualified
 	return r.expand(query, "{activation}", qualify("task_activation"), "{leader}", qualify("task_leader"),
 		"{topic}", qualify("task_topic"), "{later}", strings.ReplaceAll(laterOf[r.dialect.name], "{now}", r.dialect.now),
-		"{now}", r.dialect.now, "{greatest}", r.dialect.greatest, "{wait}", r.dialect.forUpdate)
+		"{now}", r.dialect.now, "{greatest}", r.dialect.greatest, "{wait}", r.dialect.forUpdate, "{keep}", r.dialect.keep)
 }
 
 // qualified returns the name of a table of the repository's schema,

@@ -1,8 +1,13 @@
 package taskansi
 
 import (
+	"context"
 	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
 )
+
+var _ taskapi.Clock[DB] = (*Repository)(nil)
 
 // The moment of a statement is the database's: {now} and {ago} in the SQL.
 // SQLite's clock has only milliseconds, against the microseconds of the
@@ -40,4 +45,20 @@ func (r *Repository) args(args ...any) []any {
 		}
 	}
 	return out
+}
+
+// clockNow reads the moment of the statement: {now}, the dialect's clock,
+// which created, completed, NotBefore, heartbeats and terms are on.
+const clockNow = `SELECT {now}`
+
+// Now returns the database's time at the statement, in UTC, to the
+// microsecond; on SQLite the process's time, as every statement of the
+// repository writes it there (see above).
+func (r *Repository) Now(ctx context.Context, db DB) (time.Time, error) {
+	var at time.Time
+	query := r.expand(clockNow, "{now}", r.dialect.now)
+	if err := db.QueryRowContext(ctx, query, r.args(now{})...).Scan(utcTime{&at}); err != nil {
+		return time.Time{}, wrapf(err, "read the database clock")
+	}
+	return at, nil
 }

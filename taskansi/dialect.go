@@ -49,8 +49,11 @@ type dialect struct {
 	greatest string // {greatest}: the larger of two values
 	// forUpdate ends a SELECT that locks its rows: {wait} waits for rows
 	// that others locked, {lock} skips them (SKIP LOCKED is appended unless
-	// exclusive). {share} ends a SELECT that keeps a row from being deleted.
-	forUpdate, share string
+	// exclusive). {share} ends a SELECT that keeps a row from being
+	// deleted, {keep} one that keeps it from changing (until the
+	// transaction ends, both; none on SQLite, whose single writer keeps
+	// every row).
+	forUpdate, share, keep string
 	// primary ({primary}) makes a SELECT or UPDATE that names tasks by
 	// sequence read the primary key, and only the rows it names;
 	// deleteFrom ({deleteFrom}) does the same for a DELETE.
@@ -115,6 +118,7 @@ var dialects = map[Dialect]*dialect{
 		greatest:    "GREATEST",
 		forUpdate:   " FOR UPDATE",
 		share:       " FOR KEY SHARE",
+		keep:        " FOR SHARE",
 		deleteFrom:  "FROM {task}",
 		insert:      "INSERT INTO",
 		ignore:      " ON CONFLICT DO NOTHING",
@@ -153,6 +157,7 @@ var dialects = map[Dialect]*dialect{
 		greatest:       "GREATEST",
 		forUpdate:      " FOR UPDATE",
 		share:          " LOCK IN SHARE MODE",
+		keep:           " LOCK IN SHARE MODE",
 		primary:        " FORCE INDEX (PRIMARY)",
 		dueIndex:       " FORCE INDEX (task_due)",
 		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint

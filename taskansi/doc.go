@@ -62,6 +62,18 @@
 // identifier like any Ready task. NextDue reads the first entry after now
 // of the index of deferred tasks: when a poll will next find one due.
 //
+// # Terms
+//
+// Lead, Renew and Concede keep the terms of leaders in task_leader, a row
+// per topic. A poll under a term (a taskapi.Term among its options) first
+// reads the term's row, in the poll's transaction: it claims only when the
+// row is this owner's, with the term's number, not expired at the
+// statement, and it keeps the row from changing until the transaction ends
+// (FOR SHARE, LOCK IN SHARE MODE), so that a Lead that takes the topic
+// over waits for it. SQLite needs no lock: a poll holds the write lock,
+// for which every Lead waits. Now reads the database's clock (on SQLite
+// the process's, as every write there).
+//
 // # Schedules
 //
 // Mark and Advance keep the marks of periodic schedules in the task_schedule
@@ -88,7 +100,16 @@
 // (a lost connection, a deadlock) may abort a caller's transaction as the
 // database does. Deadlocks, serialization failures, lock wait timeouts and
 // SQLITE_BUSY are taskapi.ErrConflict; a call that ran in a transaction of
-// its own retries them a few times first.
+// its own retries them a few times first. A connection that could not be
+// made or broke, a session the server ended and a statement it stopped are
+// taskapi.ErrUnavailable, never retried; a call whose context ended
+// reports the context's error instead. go-sql-driver reports the first
+// failure of a connection that broke as "invalid connection", with neither
+// a number nor a type: that failure comes as it is, and the next statement
+// on the connection fails with driver.ErrBadConn, ErrUnavailable.
+// Transact adds the same sentinels to the errors of the caller's function,
+// and ErrUnavailable when the rollback after it fails or the driver says
+// the transaction's connection is closed.
 //
 // # Concurrency
 //

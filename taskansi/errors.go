@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/fault"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -19,6 +20,14 @@ const (
 	mysqlNoSavepoint        = 1305 // ER_SP_DOES_NOT_EXIST: also a savepoint that does not exist
 )
 
+// mysqlUnavailable holds the MySQL and MariaDB error numbers that say the
+// server cannot serve the call or ended it: ER_CON_COUNT_ERROR (1040, too
+// many connections), ER_SERVER_SHUTDOWN (1053), ER_QUERY_INTERRUPTED (1317,
+// KILL QUERY), ER_CONNECTION_KILLED (1927, MariaDB's KILL),
+// CR_SERVER_GONE_ERROR (2006), CR_SERVER_LOST (2013) and
+// ER_QUERY_TIMEOUT (3024, max_execution_time).
+var mysqlUnavailable = map[uint16]bool{1040: true, 1053: true, 1317: true, 1927: true, 2006: true, 2013: true, 3024: true}
+
 // mapError maps the errors of the databases that have a meaning in taskapi to
 // its sentinels, keeping the driver's error in the chain. It knows the
 // drivers by the shape of their errors, so that the package imports none: a
@@ -28,9 +37,7 @@ const (
 // line: only the codes of text the caller sent (bad encoding, over-long)
 // blame the caller.
 func mapError(err error) error {
-	if sentinel := classify(err); sentinel != nil {
-		return fmt.Errorf("%w: %w", sentinel, err)
-	}
+	err = fault.Mark(err, classify(err))
 	var pgErr interface{ SQLState() string }
 	if errors.As(err, &pgErr) && pgErr.SQLState() == "53200" { // out_of_memory, from the lock table
 		return fmt.Errorf("%w (%s)", err, check.LockTableFull)
@@ -38,17 +45,14 @@ func mapError(err error) error {
 	return err
 }
 
-// classify returns the sentinel that err means, or nil.
+// classify returns the sentinel that err means, or nil: by the code of the
+// database when it reported one (for PostgreSQL see fault.State), else
+// ErrUnavailable for a connection that broke or could not be made (see
+// fault.Lost), which every driver reports so.
 func classify(err error) error {
 	var pgErr interface{ SQLState() string }
 	if errors.As(err, &pgErr) {
-		switch pgErr.SQLState() {
-		case "40001", "40P01": // serialization_failure, deadlock_detected
-			return taskapi.ErrConflict
-		case "22021", "22P05", "22001": // bad encoding, untranslatable, too long
-			return taskapi.ErrInvalidArgument
-		}
-		return nil
+		return fault.State(pgErr.SQLState())
 	}
 	var sqliteErr interface{ Code() int }
 	if errors.As(err, &sqliteErr) {
@@ -62,9 +66,16 @@ func classify(err error) error {
 		}
 		return nil
 	}
-	switch mysqlNumber(err) {
-	case mysqlDeadlock, mysqlLockWaitTimeout:
+	switch n := mysqlNumber(err); {
+	case n == mysqlDeadlock || n == mysqlLockWaitTimeout:
 		return taskapi.ErrConflict
+	case mysqlUnavailable[n]:
+		return taskapi.ErrUnavailable
+	case n != 0: // another error of the server's
+		return nil
+	}
+	if fault.Lost(err) {
+		return taskapi.ErrUnavailable
 	}
 	return nil
 }

@@ -1,8 +1,14 @@
 package taskansi
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,6 +113,59 @@ func TestMapError(t *testing.T) {
 	// a constraint the library checks before do not blame the caller.
 	for _, err := range []error{errors.New("plain"), sqlStateError("22P02"), sqlStateError("22003"),
 		sqlStateError("23514"), &MySQLError{Number: 1062}} {
+		if got := mapError(err); got != err {
+			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)
+		}
+	}
+}
+
+// TestMapErrorUnavailable checks the failures that mean the database could
+// not be reached or the connection broke, as every driver reports them: the
+// codes of PostgreSQL's connection class, MySQL's numbers of a server that
+// ended the session or the statement, and the errors of connections, which
+// carry no code.
+func TestMapErrorUnavailable(t *testing.T) {
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	for _, err := range []error{
+		sqlStateError("08000"), sqlStateError("08006"), sqlStateError("08P01"),
+		sqlStateError("57P01"), sqlStateError("57P02"), sqlStateError("57P03"),
+		sqlStateError("53300"), sqlStateError("57014"),
+		&MySQLError{Number: 1040}, &MySQLError{Number: 1053}, &MySQLError{Number: 1317},
+		&MySQLError{Number: 1927}, &MySQLError{Number: 2006}, &MySQLError{Number: 2013},
+		&MySQLError{Number: 3024},
+		fmt.Errorf("in a savepoint: %w", &MySQLError{Number: 1927}),
+		reset, dial, fmt.Errorf("failed to connect: %w", dial),
+		fmt.Errorf("failed to receive message: %w", io.ErrUnexpectedEOF),
+		io.EOF, driver.ErrBadConn, sql.ErrConnDone,
+	} {
+		got := wrapf(err, "call")
+		if !errors.Is(got, taskapi.ErrUnavailable) || !errors.Is(got, err) {
+			t.Errorf("wrapf(%v) = %v, want %v wrapping it", err, got, taskapi.ErrUnavailable)
+		}
+		if errors.Is(got, taskapi.ErrConflict) || errors.Is(got, taskapi.ErrInvalidArgument) {
+			t.Errorf("wrapf(%v) = %v, want no other sentinel", err, got)
+		}
+	}
+	for _, c := range []struct {
+		err  error
+		want error
+	}{
+		{sqlStateError("55P03"), taskapi.ErrConflict}, // lock_not_available, as MySQL's lock wait timeout
+		{&MySQLError{Number: mysqlLockWaitTimeout}, taskapi.ErrConflict},
+	} {
+		if got := mapError(c.err); !errors.Is(got, c.want) || errors.Is(got, taskapi.ErrUnavailable) {
+			t.Errorf("mapError(%v) = %v, want %v only", c.err, got, c.want)
+		}
+	}
+	// A call whose context ended is the caller's doing, whatever the driver
+	// did about it; a server's other errors are no connection's failure,
+	// and neither is SQLite's.
+	for _, err := range []error{
+		fmt.Errorf("%w (the server stopped the statement: %w)", context.Canceled, sqlStateError("57014")),
+		fmt.Errorf("%w: %w", context.DeadlineExceeded, reset),
+		&MySQLError{Number: 1062}, sqlStateError("28P01"), codeError(10), // SQLITE_IOERR
+	} {
 		if got := mapError(err); got != err {
 			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)
 		}

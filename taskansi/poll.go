@@ -20,9 +20,10 @@ import (
 // tasks never deferred, in sequence order, and the due deferred ones, in the
 // order of their times, so that the tasks that wait for their time cost
 // nothing (see pollCandidates). A conditional poll first takes the
-// dialect's lock on the topic (see the package documentation).
+// dialect's lock on the topic (see the package documentation). A poll
+// under a term first makes sure of the term (see pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	order, condition, err := check.Poll(topic, opts)
+	p, err := check.PollBy(r.owner, topic, opts)
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}
@@ -33,7 +34,7 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 	err = r.retrying(ctx, db, func(db DB) error {
 		points := r.pointLocks(db)
 		err := r.atomic(ctx, db, func(tx DB) (err error) {
-			tasks, err = r.poll(ctx, tx, topic, size, order, condition, points)
+			tasks, err = r.poll(ctx, tx, topic, size, p, points)
 			return err
 		})
 		if err == nil && len(tasks) == 0 {
@@ -45,7 +46,7 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 		return nil, wrapf(err, "poll %q", topic)
 	}
 	slices.SortFunc(tasks, func(a, b taskapi.Task) int {
-		if order == taskapi.LIFO {
+		if p.Order == taskapi.LIFO {
 			a, b = b, a
 		}
 		return cmp.Compare(a.Sequence, b.Sequence)
@@ -59,7 +60,13 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
 }
 
-func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, condition taskapi.Condition, points bool) ([]taskapi.Task, error) {
+func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p check.Polling, points bool) ([]taskapi.Task, error) {
+	if p.Term != nil {
+		if current, err := r.underTerm(ctx, tx, *p.Term); err != nil || !current {
+			return nil, err
+		}
+	}
+	order, condition := p.Order, p.Condition
 	conditional := 0
 	var blocking []any
 	if condition != taskapi.Unconditional {

@@ -157,7 +157,10 @@ WHERE topic = ? AND ({ranges})`
 	reassignSet     = `
 UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
 WHERE topic = ? AND state <> ? AND ({ranges})`
-	reassignAll = `
+	// reassignOutput gives reassigned tasks the output of their assignment,
+	// when it is not empty, whatever their state was.
+	reassignOutput = `UPDATE {task}{primary} SET output = ? WHERE topic = ? AND ({ranges})`
+	reassignAll    = `
 UPDATE {task} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
 WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?`
 	deferLock = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state = 1 AND ({ranges}){wait}`
@@ -305,7 +308,8 @@ type queries struct {
 	completeLock, completeSet, releaseSet                string
 	reviveLock, reviveSpan                               string
 	revivalReset, revivalRecreate                        string
-	reassignLock, reassignSet, reassignAll               string
+	reassignLock, reassignSet, reassignOutput            string
+	reassignAll                                          string
 	deferLock, deferSet, nextDue                         string
 	scheduleMark, scheduleStart, scheduleMove            string
 	joinPresent, joinRelease                             string
@@ -370,7 +374,8 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.completeLock, q.completeSet, q.releaseSet = s(completeLock), s(completeSet), s(releaseSet)
 	q.reviveLock, q.reviveSpan = s(reviveLock), s(reviveSpan)
 	q.revivalReset, q.revivalRecreate = s(revivalReset), s(revivalRecreate)
-	q.reassignLock, q.reassignSet, q.reassignAll = s(reassignLock), s(reassignSet), s(reassignAll)
+	q.reassignLock, q.reassignSet, q.reassignOutput = s(reassignLock), s(reassignSet), s(reassignOutput)
+	q.reassignAll = s(reassignAll)
 	q.deferLock, q.deferSet, q.nextDue = s(deferLock), s(deferSet), s(nextDue)
 	q.scheduleMark, q.scheduleStart, q.scheduleMove = s(scheduleMark), s(scheduleStart), s(scheduleMove)
 	q.joinPresent, q.joinRelease = s(joinPresent), s(joinRelease)

@@ -149,9 +149,10 @@ func queryRevived(ctx context.Context, db DB, query string, args ...any) ([]revi
 	return tasks, rows.Err()
 }
 
-// Reassign sets each task to the state of its result, in a transaction of
-// its own that locks the named tasks and writes only when every one is in
-// Expired to Succeeded.
+// Reassign sets each task to the state of its result, and its output to
+// the assignment's when that is not empty, in a transaction of its own that
+// locks the named tasks and writes only when every one is in Expired to
+// Succeeded.
 func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
 	if err := check.Assignments(topic, assignments); err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)
@@ -159,15 +160,14 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 	if len(assignments) == 0 {
 		return nil
 	}
-	runs, _ := batch.Results(assignments)
+	runs, _ := batch.Assignments(assignments)
 	err := r.retrying(ctx, db, func(db DB) error {
 		return r.atomic(ctx, db, func(tx DB) error {
 			if err := r.lockNamed(ctx, tx, r.q.reassignLock, topic, []any{topic}, rangesOf(runs), taskapi.ErrStateMismatch); err != nil {
 				return err
 			}
-			for result, ranges := range byKey(runs) {
-				state := int(result.State())
-				if err := r.execRanges(ctx, tx, r.q.reassignSet, r.args(state, now{}, topic, state), ranges); err != nil {
+			for assigned, ranges := range byKey(runs) {
+				if err := r.reassign(ctx, tx, topic, assigned, ranges); err != nil {
 					return err
 				}
 			}
@@ -178,6 +178,19 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 		return wrapf(err, "reassign tasks of %q", topic)
 	}
 	return nil
+}
+
+// reassign gives the locked tasks of ranges the state of assigned's result
+// and, when it is not empty, its output.
+func (r *Repository) reassign(ctx context.Context, tx DB, topic string, assigned taskapi.Decision, ranges []taskapi.Range) error {
+	state := int(assigned.Result.State())
+	if err := r.execRanges(ctx, tx, r.q.reassignSet, r.args(state, now{}, topic, state), ranges); err != nil {
+		return err
+	}
+	if assigned.Output == "" {
+		return nil
+	}
+	return r.execRanges(ctx, tx, r.q.reassignOutput, []any{assigned.Output, topic}, ranges)
 }
 
 // ReassignAll moves every task of topic in state from within span to the

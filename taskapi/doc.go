@@ -14,7 +14,12 @@
 // Conditions that callers branch on are reported with the sentinel errors
 // ErrUnknownTopic, ErrUnknownOwner, ErrNotActive, ErrStateMismatch,
 // ErrInvalidArgument, ErrConflict and ErrUnavailable; test for them with
-// errors.Is. A
-// *StateError, reached with errors.As, names the tasks that made a
-// Complete, ReviveTasks or Reassign fail.
+// errors.Is. A *StateError, reached with errors.As, names the tasks that
+// made a Complete, ReviveTasks or Reassign fail.
+//
+// Beyond Repository, the implementations offer Activator, Leader,
+// Scheduler, Roster and Clock (the database's time). A Term that Leader
+// issued is a PollOption as well: a poll under it claims tasks only while
+// the term is current, and holds off the next term until its transaction
+// ends.
 package taskapi

@@ -36,10 +36,16 @@
 // server still runs after the call gave up on it (its context ended while
 // the statement waited for a lock, and pgx dropped the connection) then
 // commits nothing, where in an implicit transaction it would commit once
-// the lock is free. An error of the server itself (a lost connection, a cancelled statement, a
-// deadlock) aborts the caller's transaction as PostgreSQL always does.
-// Deadlocks and serialization failures are taskapi.ErrConflict; a call that
-// ran in a transaction of its own retries them a few times first.
+// the lock is free. An error of the server itself (a lost connection, a
+// cancelled statement, a deadlock) aborts the caller's transaction as
+// PostgreSQL always does. Deadlocks, serialization failures and locks not
+// available are taskapi.ErrConflict; a call that ran in a transaction of
+// its own retries them a few times first. A connection that could not be
+// made, broke or was closed, a session the server ended and a statement it
+// cancelled (statement_timeout) are taskapi.ErrUnavailable, never retried;
+// a call whose context ended reports the context's error instead. Transact
+// adds the same sentinels to the errors of the caller's function, and
+// ErrUnavailable when the rollback after it fails.
 //
 // # Concurrency
 //
@@ -67,6 +73,17 @@
 // topic wait for it; poll with a pool or a short transaction to let them run
 // in turn quickly. Unconditional polls never take it. The conditions are
 // exact under READ COMMITTED, PostgreSQL's default isolation level.
+//
+// # Terms
+//
+// Lead, Renew and Concede keep the terms of leaders in task_leader, a row
+// per topic. A poll under a term (a taskapi.Term among its options) checks
+// the term in its own statement: it claims only when the row is this
+// owner's, with the term's number, not expired at the statement, and it
+// locks the row FOR SHARE until its transaction ends, so that a Lead that
+// takes the topic over, an update of the row, waits for it. A poll without
+// a term runs the statement it always ran. Now reads the database's clock,
+// the one every time of the schema is on.
 //
 // # Deferred tasks
 //

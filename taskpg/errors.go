@@ -7,35 +7,45 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/fault"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// mapError maps the errors of PostgreSQL that have a meaning in taskapi to
-// its sentinels, keeping the driver's error in the chain.
+// mapError maps the errors of PostgreSQL and pgx that have a meaning in
+// taskapi to its sentinels, keeping the driver's error in the chain.
 func mapError(err error) error {
+	err = fault.Mark(err, classify(err))
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	switch pgErr.Code {
-	case "40001", // serialization_failure
-		"40P01": // deadlock_detected
-		return fmt.Errorf("%w: %w", taskapi.ErrConflict, err)
-	case "23514": // check_violation
-		switch pgErr.ConstraintName {
-		case "", // no partition of task for the row's topic
-			"task_destroyed": // the partition of a destroyed topic
-			return fmt.Errorf("%w: %w", taskapi.ErrUnknownTopic, err)
-		}
-		return fmt.Errorf("%w: %w", taskapi.ErrInvalidArgument, err)
-	case "22021", // character_not_in_repertoire: invalid UTF-8 or NUL
-		"22P05", // untranslatable_character
-		"22001": // string_data_right_truncation: over a column's length
-		return fmt.Errorf("%w: %w", taskapi.ErrInvalidArgument, err)
-	case "53200": // out_of_memory, from the lock table
+	if errors.As(err, &pgErr) && pgErr.Code == "53200" { // out_of_memory, from the lock table
 		return fmt.Errorf("%w (%s)", err, check.LockTableFull)
 	}
 	return err
+}
+
+// classify returns the sentinel that err means, or nil: by its SQLSTATE
+// (see fault.State) when the server reported it, else ErrUnavailable for
+// the failures of pgx's connections, which carry no code: a connection
+// that could not be made (*pgconn.ConnectError, unless the server refused
+// it with a code of its own), one that pgx has closed (pgconn.ErrConnClosed)
+// or that broke (see fault.Lost).
+func classify(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		if pgErr.Code != "23514" { // check_violation
+			return fault.State(pgErr.Code)
+		}
+		switch pgErr.ConstraintName {
+		case "", // no partition of task for the row's topic
+			"task_destroyed": // the partition of a destroyed topic
+			return taskapi.ErrUnknownTopic
+		}
+		return taskapi.ErrInvalidArgument
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || errors.Is(err, pgconn.ErrConnClosed) || fault.Lost(err) {
+		return taskapi.ErrUnavailable
+	}
+	return nil
 }
 
 // wrapf wraps err, mapped by mapError, with the package name and a

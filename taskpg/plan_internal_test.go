@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,6 +39,10 @@ import (
 // number: it must touch at most nextDuePages pages (the descent of the
 // index and the row of the entry it finds) in every run, also with the
 // planAhead tasks that wait ahead. A walk over them touches hundreds.
+//
+// A poll under a term is held to the same bound: it reads the term's row
+// too, a few pages (the counts of one statement vary more than that from
+// run to run, with the dead rows of the runs before).
 //
 // A keeper with revival looks for Expired tasks every few seconds: with
 // none among the backlog and the tasks ahead, the look must touch at most
@@ -125,23 +130,30 @@ func checkPollPages(t *testing.T, db *pgxpool.Pool, repo *Repository) map[string
 	for _, order := range []taskapi.Order{taskapi.FIFO, taskapi.LIFO} {
 		for _, condition := range []taskapi.Condition{taskapi.Unconditional, taskapi.SingularByIdentifierSuspendUntilSuccess} {
 			what := fmt.Sprintf("poll %v %v", order, condition)
-			query, args := repo.pollStatement(order, condition)
+			query, args := repo.pollStatement(order, condition, false)
 			pages[what] = checkPages(t, db, what, query, args)
 			t.Logf("%s: %d pages", what, pages[what]) // for the record, in -v
+			query, args = repo.pollStatement(order, condition, true)
+			t.Logf("%s under a term: %d pages", what, checkPages(t, db, what+" under a term", query, args))
 		}
 	}
 	return pages
 }
 
 // pollStatement returns the poll statement of order and condition with its
-// arguments for a poll of planBatch tasks.
-func (r *Repository) pollStatement(order taskapi.Order, condition taskapi.Condition) (string, []any) {
+// arguments for a poll of planBatch tasks, under the repository's first
+// term of the topic (see planSetup) when termed.
+func (r *Repository) pollStatement(order taskapi.Order, condition taskapi.Condition, termed bool) (string, []any) {
+	statements, term := &r.q.poll, []any(nil)
+	if termed {
+		statements, term = &r.q.pollTermed, []any{int64(1)}
+	}
 	args := []any{"plan", r.owner, planBatch}
 	if condition == taskapi.Unconditional {
-		return r.q.poll[order][0], args
+		return statements[order][0], append(args, term...)
 	}
 	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
-	return r.q.poll[order][1], append(args, blocking)
+	return statements[order][1], append(append(args, blocking), term...)
 }
 
 // checkNextDuePages checks the pages that NextDue's statement touches, and
@@ -261,6 +273,9 @@ func planSetup(t *testing.T, db *pgxpool.Pool) *Repository {
 	}
 	if _, err := repo.Initialize(t.Context(), db, "plan"); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok, err := repo.Lead(t.Context(), db, "plan", time.Hour); err != nil || !ok {
+		t.Fatalf("Lead: %v, %v", ok, err)
 	}
 	// Keep autovacuum from changing the statistics under the test.
 	if _, err := db.Exec(t.Context(), `ALTER TABLE public.`+pgx.Identifier{partition("plan")}.Sanitize()+

@@ -16,9 +16,11 @@ import (
 // Poll marks up to size Ready tasks of topic that are due (no NotBefore
 // after the database's clock) Active with this owner, in one statement, and
 // returns them in poll order. A conditional poll first takes the topic's
-// advisory lock, in the same round trip (see the package documentation).
+// advisory lock, in the same round trip (see the package documentation). A
+// poll under a term claims only while the term is current, in the same
+// statement (see pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	order, condition, err := check.Poll(topic, opts)
+	p, err := check.PollBy(r.owner, topic, opts)
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}
@@ -26,7 +28,7 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 		return nil, nil
 	}
 	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
-		tasks, err := r.poll(ctx, db, topic, size, order, condition)
+		tasks, err := r.poll(ctx, db, topic, size, p)
 		if err == nil && len(tasks) == 0 {
 			err = r.mustExist(ctx, db)
 		}
@@ -36,7 +38,7 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 		return nil, wrapf(err, "poll %q", topic)
 	}
 	slices.SortFunc(tasks, func(a, b taskapi.Task) int {
-		if order == taskapi.LIFO {
+		if p.Order == taskapi.LIFO {
 			a, b = b, a
 		}
 		return cmp.Compare(a.Sequence, b.Sequence)
@@ -50,23 +52,29 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
 }
 
-func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, order taskapi.Order, condition taskapi.Condition) ([]taskapi.Task, error) {
+// poll runs the poll statement that p asks for: under p's term, if any,
+// the statement of pollTermed, with the term's number as its last argument.
+func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p check.Polling) ([]taskapi.Task, error) {
 	var (
 		tasks []taskapi.Task
 		t     taskapi.Task
 	)
-	poll := step{sql: r.q.poll[order][0], args: []any{topic, r.owner, size},
+	statements, term := &r.q.poll, []any(nil)
+	if p.Term != nil {
+		statements, term = &r.q.pollTermed, []any{p.Term.Number}
+	}
+	poll := step{sql: statements[p.Order][0], args: append([]any{topic, r.owner, size}, term...),
 		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
 		each: func() error { tasks = append(tasks, t); return nil }}
-	if condition == taskapi.Unconditional {
+	if p.Condition == taskapi.Unconditional {
 		err := pipeline(ctx, db, poll)
 		return tasks, err
 	}
 	// The lock and the poll in one round trip, in one transaction, which
 	// holds the lock until the poll is committed; the poll's snapshot is
 	// taken once the lock is held.
-	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
-	poll.sql, poll.args = r.q.poll[order][1], append(poll.args, blocking)
+	blocking := ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))
+	poll.sql, poll.args = statements[p.Order][1], append([]any{topic, r.owner, size, blocking}, term...)
 	err := pipeline(ctx, db, step{sql: pollLock, args: []any{r.pollKey(topic)}}, poll)
 	return tasks, err
 }

@@ -146,7 +146,7 @@ const (
 	pollTemplate = `
 WITH polled AS (
     UPDATE {schema}.task AS t SET state = 0, owner = $2
-    WHERE t.topic = $1 AND t.ctid = ANY (ARRAY(
+    WHERE t.topic = $1{term} AND t.ctid = ANY (ARRAY(
         SELECT c.ctid FROM (
             SELECT * FROM ({ready}) AS ready
             UNION ALL
@@ -157,6 +157,19 @@ held AS (
     INSERT INTO {schema}.task_hold (owner, topic) SELECT $2, $1 WHERE EXISTS (SELECT FROM polled)
     ON CONFLICT DO NOTHING)
 SELECT sequence, identifier, input FROM polled`
+	// pollTerm, {term} of pollTemplate in a poll under a term ({number}:
+	// its parameter), lets the update claim only while the term is this
+	// owner's and current at the statement, and locks the term's row FOR
+	// SHARE until the poll's transaction ends: a Lead that takes the topic
+	// over updates the row, so it waits for the poll to commit, and a poll
+	// that waited for a Lead finds the term over (READ COMMITTED reads the
+	// row's latest version again). The planner makes the sub-select, which
+	// names no column of the update, a one-time filter: when no term is
+	// current, no candidate is read, let alone locked. A poll without a
+	// term has an empty {term}: the same statement as ever.
+	pollTerm = `
+      AND EXISTS (SELECT FROM {schema}.task_leader
+                  WHERE topic = $1 AND owner = $2 AND term = {number} AND expires > {now} FOR SHARE)`
 	// pollBranch is a branch of the candidates, {ready} or {due} of
 	// pollTemplate: {which} and {order} pick its tasks and their order.
 	pollBranch = `
@@ -217,15 +230,21 @@ WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` 
 		lockedTasks + `
 UPDATE {schema}.task AS t SET {revival}
 WHERE ` + ofLockedTasks + ` AND (SELECT count(*) FROM locked) = $4` + revivedColumns
+	// Reassign: a run's output ($6) replaces the tasks' own unless it is
+	// empty. A task already in the state of its result keeps its descent
+	// and completion time, and changes only when it gets an output.
 	reassign = `
-WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[]) AS r (lo, hi, state)),` +
+WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $6::text[]) AS r (lo, hi, state, output)),` +
 		lockedTasks + `,
 moved AS (
     UPDATE {schema}.task AS t
-    SET state = r.state, descent = GREATEST(t.state, t.descent), completed = coalesce(t.completed, {now})
-    FROM (SELECT generate_series(lo, hi) AS sequence, state FROM runs) AS r
+    SET state = r.state,
+        descent = CASE WHEN t.state = r.state THEN t.descent ELSE GREATEST(t.state, t.descent) END,
+        completed = CASE WHEN t.state = r.state THEN t.completed ELSE coalesce(t.completed, {now}) END,
+        output = coalesce(NULLIF(r.output, ''), t.output)
+    FROM (SELECT generate_series(lo, hi) AS sequence, state, output FROM runs) AS r
     WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
-      AND t.state <> r.state AND (SELECT count(*) FROM locked) = $5)
+      AND (t.state <> r.state OR r.output <> '') AND (SELECT count(*) FROM locked) = $5)
 SELECT count(*) FROM locked`
 	// Defer sets the time of Ready tasks ($4, NULL to clear it), which
 	// moves them between the two indexes that polls read.
@@ -419,7 +438,7 @@ GROUP BY topic, state`
 type queries struct {
 	push                                           [4]string // by Insertion
 	pushOne, pushOneAlone, pushSequences           string
-	poll                                           [2][2]string // by Order, then unconditional / conditional
+	poll, pollTermed                               [2][2]string // by Order, then unconditional / conditional
 	ownerExists, complete, release                 string
 	completeFaults, revivableFaults, readyFaults   string
 	deferTasks, nextDue                            string
@@ -468,8 +487,14 @@ func newQueries(schema string, exclusive bool) queries {
 		direction, earlier string
 	}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
 		singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
-		q.poll[o.order][0] = v(poll, "{condition}", "", "{direction}", o.direction)
-		q.poll[o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction)
+		q.poll[o.order][0] = v(poll, "{condition}", "", "{direction}", o.direction, "{term}", "")
+		q.poll[o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction, "{term}", "")
+		// The term's number follows the arguments of the poll: $4, or $5
+		// after the blocking states of a conditional poll.
+		q.pollTermed[o.order][0] = v(poll, "{condition}", "", "{direction}", o.direction,
+			"{term}", strings.ReplaceAll(pollTerm, "{number}", "$4"))
+		q.pollTermed[o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction,
+			"{term}", strings.ReplaceAll(pollTerm, "{number}", "$5"))
 	}
 	q.ownerExists = sub(ownerExists)
 	q.complete = v(complete, "{match}", matchActive)

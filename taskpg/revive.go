@@ -160,8 +160,9 @@ func pairs(old []revived, current []taskapi.Task) []taskapi.Revival {
 	return revivals
 }
 
-// Reassign sets each task to the state of its result, in one statement that
-// writes only when every task is in Expired to Succeeded.
+// Reassign sets each task to the state of its result, and its output to
+// the assignment's when that is not empty, in one statement that writes
+// only when every task is in Expired to Succeeded.
 func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
 	if err := check.Assignments(topic, assignments); err != nil {
 		return wrapf(err, "reassign tasks of %q", topic)
@@ -169,15 +170,16 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 	if len(assignments) == 0 {
 		return nil
 	}
-	runs, named := batch.Results(assignments)
-	los, his, states := make([]int64, len(runs)), make([]int64, len(runs)), make([]int16, len(runs))
+	runs, named := batch.Assignments(assignments)
+	los, his, states, outputs := make([]int64, len(runs)), make([]int64, len(runs)), make([]int16, len(runs)), make([]string, len(runs))
 	for i, run := range runs {
-		los[i], his[i], states[i] = run.Range.From, run.Range.To, int16(run.Key.State())
+		los[i], his[i] = run.Range.From, run.Range.To
+		states[i], outputs[i] = int16(run.Key.Result.State()), run.Key.Output
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		return struct{}{}, sealed(ctx, db, func(db DB) error {
 			var matched int
-			rows, _ := query(ctx, db, r.q.reassign, topic, los, his, states, named)
+			rows, _ := query(ctx, db, r.q.reassign, topic, los, his, states, named, outputs)
 			_, err := pgx.ForEachRow(rows, []any{&matched}, func() error { return nil })
 			if err == nil && matched != named {
 				err = r.faults(ctx, db, r.q.revivableFaults, topic, sequencesOf(los, his), taskapi.ErrStateMismatch)

@@ -79,6 +79,23 @@ func Results(assignments []taskapi.Assignment) ([]seqrange.Run[taskapi.Result], 
 	return runs(results), len(results)
 }
 
+// Assignments returns what every task that assignments name becomes, by
+// sequence: the result and the output that replaces the task's own (empty:
+// kept), coalesced into runs of consecutive sequences with one result and
+// output, and how many tasks they name. When a task is named twice, the
+// more severe result wins with its output; on a tie, the later output that
+// is not empty.
+func Assignments(assignments []taskapi.Assignment) ([]seqrange.Run[taskapi.Decision], int) {
+	decisions := map[int64]taskapi.Decision{}
+	for _, a := range assignments {
+		d, ok := decisions[a.Task.Sequence]
+		if !ok || a.Result < d.Result || a.Result == d.Result && a.Output != "" {
+			decisions[a.Task.Sequence] = taskapi.Decision{Result: a.Result, Output: a.Output}
+		}
+	}
+	return runs(decisions), len(decisions)
+}
+
 func runs[K comparable](keys map[int64]K) []seqrange.Run[K] {
 	entries := make([]seqrange.Entry[K], 0, len(keys))
 	for sequence, key := range keys {

@@ -61,6 +61,29 @@ func TestResultsMerge(t *testing.T) {
 	}
 }
 
+func TestAssignmentsKeepTheOutputsApart(t *testing.T) {
+	assign := func(sequence int64, result taskapi.Result, output string) taskapi.Assignment {
+		return taskapi.Assignment{Task: taskapi.Task{Sequence: sequence}, Result: result, Output: output}
+	}
+	runs, n := batch.Assignments([]taskapi.Assignment{
+		assign(1, taskapi.Success, "a"), assign(2, taskapi.Success, "a"), assign(3, taskapi.Success, "b"),
+		assign(4, taskapi.Success, ""), assign(5, taskapi.Success, "b"),
+		assign(7, taskapi.Success, "x"), assign(7, taskapi.Failure, ""), assign(7, taskapi.Success, "y"),
+		assign(8, taskapi.Filter, "p"), assign(8, taskapi.Filter, ""), assign(8, taskapi.Filter, "q"), assign(8, taskapi.Filter, ""),
+	})
+	want := []seqrange.Run[taskapi.Decision]{
+		{Range: taskapi.Range{From: 1, To: 2}, Key: taskapi.Decision{Result: taskapi.Success, Output: "a"}},
+		{Range: taskapi.Range{From: 3, To: 3}, Key: taskapi.Decision{Result: taskapi.Success, Output: "b"}},
+		{Range: taskapi.Range{From: 4, To: 4}, Key: taskapi.Decision{Result: taskapi.Success}},
+		{Range: taskapi.Range{From: 5, To: 5}, Key: taskapi.Decision{Result: taskapi.Success, Output: "b"}},
+		{Range: taskapi.Range{From: 7, To: 7}, Key: taskapi.Decision{Result: taskapi.Failure}},
+		{Range: taskapi.Range{From: 8, To: 8}, Key: taskapi.Decision{Result: taskapi.Filter, Output: "q"}},
+	}
+	if n != 7 || !slices.Equal(runs, want) {
+		t.Errorf("Assignments = %v, %d; want %v, 7", runs, n, want)
+	}
+}
+
 func TestPositionsGroupReleasedSplit(t *testing.T) {
 	position, seqs := batch.Positions([]taskapi.Task{{Sequence: 9}, {Sequence: 4}, {Sequence: 9}})
 	if !slices.Equal(seqs, []int64{9, 4}) || position[4] != 1 {

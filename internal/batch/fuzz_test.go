@@ -198,6 +198,65 @@ func FuzzResults(f *testing.F) {
 	})
 }
 
+// FuzzAssignments checks Assignments, what Reassign makes of every task
+// named, against a brute-force oracle.
+//
+// Properties, for any assignments with defined results (check.Assignments
+// runs first), outputs empty, tying or differing, and sequences named once
+// or more:
+//   - Assignments never panics and leaves its argument as it was;
+//   - every task named gets exactly one result and output, in ascending
+//     runs coalesced as far as one result and output go (see checkRuns),
+//     and the count is the number of distinct sequences;
+//   - a task named several times gets the most severe result named for it,
+//     with the output named with it; on a tie the later output that is not
+//     empty (empty keeps the task's own);
+//   - the results do not depend on the order of the assignments, as
+//     Results gives them.
+func FuzzAssignments(f *testing.F) {
+	f.Add(int64(0), "x", []byte{2, 0x03, 1, 0x03, 3, 0x00, 3, 0x07, 5, 0x06, 5, 0x0a})
+	f.Add(int64(0), "", []byte{})
+	f.Add(int64(1), "out", []byte{0, 0x04, 0, 0x00, 0, 0x08}) // one task, three Failures: the last output, not the empty one
+	f.Add(int64(1), "out", []byte{0, 0x07, 0, 0x02, 0, 0x01, 0, 0x00})
+	f.Add(int64(math.MaxInt64), "o", []byte{0, 0x07, 0xff, 0x03, 1, 0x0b, 2, 0x03})
+	f.Add(int64(math.MinInt64), "o", []byte{0, 0x01, 0xff, 0x05, 1, 0x01})
+	f.Fuzz(func(t *testing.T, base int64, text string, data []byte) {
+		outputs := []string{"", text, "other", text + text}
+		var assignments []taskapi.Assignment
+		want := map[int64]taskapi.Decision{}
+		for i := 0; i+1 < len(data); i += 2 {
+			a := taskapi.Assignment{Task: taskapi.Task{Sequence: sequence(base, data[i])},
+				Result: taskapi.Result(data[i+1] & 3), Output: outputs[data[i+1]>>2&3]}
+			assignments = append(assignments, a)
+			old, named := want[a.Task.Sequence]
+			switch {
+			case !named || a.Result < old.Result:
+				want[a.Task.Sequence] = taskapi.Decision{Result: a.Result, Output: a.Output}
+			case a.Result == old.Result && a.Output != "":
+				want[a.Task.Sequence] = taskapi.Decision{Result: a.Result, Output: a.Output}
+			}
+		}
+		given := slices.Clone(assignments)
+		runs, n := batch.Assignments(assignments)
+		if !slices.Equal(assignments, given) {
+			t.Fatalf("Assignments changed its argument")
+		}
+		if n != len(want) {
+			t.Fatalf("Assignments counts %d tasks, want the %d distinct ones named", n, len(want))
+		}
+		checkRuns(t, runs, want)
+		results, m := batch.Results(assignments)
+		if m != n {
+			t.Fatalf("Results counts %d tasks, Assignments %d", m, n)
+		}
+		resultOf := map[int64]taskapi.Result{}
+		for s, d := range want {
+			resultOf[s] = d.Result
+		}
+		checkRuns(t, results, resultOf)
+	})
+}
+
 // FuzzStored checks Stored, what a push stores, against its documentation.
 //
 // Properties, for any creations (identifiers from a small alphabet, so that

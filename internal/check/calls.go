@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -9,13 +10,38 @@ import (
 // The arguments of whole calls, checked in one place so that every
 // implementation rejects the same input with the same error.
 
-// Poll checks Poll's topic and options and resolves the options.
+// Poll checks Poll's topic and options and resolves the order and the
+// condition; a Term must be of topic (see PollBy).
 func Poll(topic string, opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
-	order, condition, err := PollOptions(opts)
+	p, err := polling(topic, opts)
+	return p.Order, p.Condition, err
+}
+
+// PollBy checks the arguments of Poll of the repository of owner and
+// resolves its options: a Term must be of topic and owner.
+func PollBy(owner, topic string, opts []taskapi.PollOption) (Polling, error) {
+	p, err := polling(topic, opts)
+	if err == nil && p.Term != nil && p.Term.Owner != owner {
+		err = fmt.Errorf("term %d of %q is led by %q, not by this repository's owner %q: %w",
+			p.Term.Number, Short(topic), Short(p.Term.Owner), Short(owner), taskapi.ErrInvalidArgument)
+	}
+	if err != nil {
+		return Polling{}, err
+	}
+	return p, nil
+}
+
+// polling checks Poll's topic and options, a Term's topic among them.
+func polling(topic string, opts []taskapi.PollOption) (Polling, error) {
+	p, err := pollOptions(opts)
 	if err == nil {
 		err = Topic(topic)
 	}
-	return order, condition, err
+	if err == nil && p.Term != nil && p.Term.Topic != topic {
+		err = fmt.Errorf("term %d of %q given to a poll of %q: %w",
+			p.Term.Number, Short(p.Term.Topic), Short(topic), taskapi.ErrInvalidArgument)
+	}
+	return p, err
 }
 
 // Defer checks the arguments of Defer other than the tasks.

@@ -119,31 +119,57 @@ func Revivable(state taskapi.State) error {
 	return States([]taskapi.State{state}, taskapi.State.Revivable)
 }
 
+// Polling is what Poll's options ask for: the order and the condition of
+// the poll and, when Term is not nil, the term under which it claims tasks.
+type Polling struct {
+	Order     taskapi.Order
+	Condition taskapi.Condition
+	Term      *taskapi.Term
+}
+
 // PollOptions resolves Poll's options into an order and a condition. The
 // default is FIFO, Unconditional; an option given twice must say the same
-// both times (FIFO with LIFO, or two conditions, contradict each other).
+// both times (FIFO with LIFO, or two conditions, contradict each other). A
+// Term is accepted once, with a Number of 1 or more; PollBy resolves it and
+// checks its topic and owner.
 func PollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
-	var (
-		order     = taskapi.FIFO
-		condition = taskapi.Unconditional
-		ordered   bool // an order was given
-		limited   bool // a condition was given
-	)
+	p, err := pollOptions(opts)
+	return p.Order, p.Condition, err
+}
+
+func pollOptions(opts []taskapi.PollOption) (Polling, error) {
+	p := Polling{Order: taskapi.FIFO, Condition: taskapi.Unconditional}
+	var ordered, limited bool // an order, a condition was given
 	for _, opt := range opts {
 		var err error
 		switch o := opt.(type) {
 		case taskapi.Order:
-			err = once(&order, &ordered, o)
+			err = once(&p.Order, &ordered, o)
 		case taskapi.Condition:
-			err = once(&condition, &limited, o)
+			err = once(&p.Condition, &limited, o)
+		case taskapi.Term:
+			err = oneTerm(&p, o)
 		default:
 			err = fmt.Errorf("poll option %v is not supported: %w", opt, taskapi.ErrInvalidArgument)
 		}
 		if err != nil {
-			return 0, 0, err
+			return Polling{}, err
 		}
 	}
-	return order, condition, nil
+	return p, nil
+}
+
+// oneTerm sets the term of p to term, unless p has one already or term's
+// Number is below one, which no term has.
+func oneTerm(p *Polling, term taskapi.Term) error {
+	switch {
+	case p.Term != nil:
+		return fmt.Errorf("a poll takes one term, not %d and %d: %w", p.Term.Number, term.Number, taskapi.ErrInvalidArgument)
+	case term.Number < 1:
+		return fmt.Errorf("term number %d is below 1: %w", term.Number, taskapi.ErrInvalidArgument)
+	}
+	p.Term = &term
+	return nil
 }
 
 // once sets *value to a valid option o, unless another option of its kind
@@ -222,13 +248,17 @@ func Completions(topic string, completions []taskapi.Completion) error {
 	return nil
 }
 
-// Assignments checks the arguments of Reassign: the topic and every result.
+// Assignments checks the arguments of Reassign: the topic and every
+// assignment's result and output.
 func Assignments(topic string, assignments []taskapi.Assignment) error {
 	if err := Topic(topic); err != nil {
 		return err
 	}
 	for _, a := range assignments {
 		if err := Enum(a.Result); err != nil {
+			return err
+		}
+		if err := Text("output", a.Output); err != nil {
 			return err
 		}
 	}

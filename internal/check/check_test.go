@@ -139,6 +139,40 @@ func TestPollOptions(t *testing.T) {
 	}
 }
 
+func TestPollByTakesATermOfThePollsTopicAndOwner(t *testing.T) {
+	t.Parallel()
+	term := taskapi.Term{Topic: "t", Owner: "o", Number: 3}
+	p, err := check.PollBy("o", "t", []taskapi.PollOption{taskapi.LIFO, term, taskapi.SingularByIdentifier})
+	if err != nil || p.Order != taskapi.LIFO || p.Condition != taskapi.SingularByIdentifier || p.Term == nil || *p.Term != term {
+		t.Errorf("PollBy with a term = %+v, %v; want LIFO, singular, %+v", p, err, term)
+	}
+	if p, err := check.PollBy("o", "t", nil); err != nil || p.Term != nil || p.Order != taskapi.FIFO {
+		t.Errorf("PollBy without options = %+v, %v; want FIFO without a term", p, err)
+	}
+	if order, _, err := check.PollOptions([]taskapi.PollOption{term, taskapi.LIFO}); err != nil || order != taskapi.LIFO {
+		t.Errorf("PollOptions with a term = %v, %v; want LIFO", order, err)
+	}
+	withTopic, withOwner, withNumber := term, term, term
+	withTopic.Topic, withOwner.Owner, withNumber.Number = "u", "p", 0
+	for name, opts := range map[string][]taskapi.PollOption{
+		"a term of another topic": {withTopic},
+		"a term of another owner": {withOwner},
+		"a term number 0":         {withNumber},
+		"two terms":               {term, term},
+		"two different terms":     {term, withOwner},
+	} {
+		if _, err := check.PollBy("o", "t", opts); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("PollBy with %s: error %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if _, _, err := check.Poll("t", []taskapi.PollOption{withTopic}); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("Poll with a term of another topic: error %v, want ErrInvalidArgument", err)
+	}
+	if _, err := check.PollBy("o", "", []taskapi.PollOption{taskapi.Term{Owner: "o", Number: 1}}); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("PollBy of an empty topic with its term: error %v, want ErrInvalidArgument", err)
+	}
+}
+
 func TestShortKeepsHugeTextOutOfMessages(t *testing.T) {
 	t.Parallel()
 	if got := check.Short("orders"); got != "orders" {
@@ -164,6 +198,7 @@ func TestCallChecks(t *testing.T) {
 		"Completions bad result": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Result: 9}}}),
 		"Completions bad output": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "\xff"}}}),
 		"Assignments bad result": check.Assignments("t", []taskapi.Assignment{{Result: -1}}),
+		"Assignments bad output": check.Assignments("t", []taskapi.Assignment{{Output: "a\x00"}}),
 		"Join bad junction":      check.Join("t", taskapi.Junction(5), nil),
 		"Join bad identifier":    check.Join("t", taskapi.Singular, [][]string{{"a", ""}}),
 		"Filter bad state":       check.Filter([]taskapi.State{12}, "", ""),
@@ -177,7 +212,7 @@ func TestCallChecks(t *testing.T) {
 	for name, err := range map[string]error{
 		"Push":        check.Push("t", taskapi.Delete, ok),
 		"Completions": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "x"}}}),
-		"Assignments": check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success}}),
+		"Assignments": check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success, Output: "x"}}),
 		"Join":        check.Join("t", taskapi.Eternal, [][]string{{}, {"a"}}),
 		"Filter":      check.Filter(nil, "", ""),
 	} {

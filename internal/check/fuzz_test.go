@@ -463,8 +463,10 @@ func FuzzEnums(f *testing.F) {
 }
 
 // pollOption decodes one byte into a poll option: its two low bits choose
-// an Order, a Condition, a nil option or an extreme value of either; the
-// other bits a value from -2 to 5, about half of them defined.
+// an Order, a Condition, a nil option or a Term (an even value), or an
+// extreme value of either; the other bits a value from -2 to 5, about half
+// of them defined. A Term is of topic "t" and owner "o", numbered by the
+// value; its owner is "p" for the highest value.
 func pollOption(b byte) taskapi.PollOption {
 	v := int(b>>2)%8 - 2
 	switch b & 3 {
@@ -473,7 +475,14 @@ func pollOption(b byte) taskapi.PollOption {
 	case 1:
 		return taskapi.Condition(v)
 	case 2:
-		return nil
+		if v%2 != 0 {
+			return nil
+		}
+		owner := "o"
+		if v == 4 {
+			owner = "p"
+		}
+		return taskapi.Term{Topic: "t", Owner: owner, Number: int64(v)}
 	}
 	if v%2 == 0 {
 		return taskapi.Order(math.MaxInt - v)
@@ -481,20 +490,22 @@ func pollOption(b byte) taskapi.PollOption {
 	return taskapi.Condition(math.MinInt + v)
 }
 
-// FuzzPollOptions checks PollOptions and Poll against the documented rules
-// of Poll's options.
+// FuzzPollOptions checks PollOptions, Poll and PollBy against the
+// documented rules of Poll's options.
 //
 // Properties, for any list of options (Orders and Conditions of any value,
-// nil options) and any topic:
+// Terms of any number, nil options) and any topic:
 //   - nothing panics;
 //   - PollOptions accepts exactly the lists in which every option is a
-//     defined Order (FIFO, LIFO) or Condition (0 to 3) and all the Orders
-//     are equal, and all the Conditions are equal (an option given twice
-//     alike is fine; FIFO with LIFO, or two conditions, contradict);
+//     defined Order (FIFO, LIFO), Condition (0 to 3) or Term numbered 1 or
+//     more, and all the Orders are equal, and all the Conditions are equal
+//     (an option given twice alike is fine; FIFO with LIFO, or two
+//     conditions, contradict), and there is one Term at most;
 //   - what it resolves is the Order given, else FIFO, and the Condition
 //     given, else Unconditional;
-//   - Poll accepts exactly a valid topic with such options and resolves them
-//     alike;
+//   - Poll accepts exactly a valid topic with such options, a Term of that
+//     topic among them, and resolves them alike; PollBy accepts exactly
+//     what Poll does with a Term of its owner, and resolves the Term too;
 //   - every error wraps ErrInvalidArgument with a short printable message.
 func FuzzPollOptions(f *testing.F) {
 	enc := func(opts ...taskapi.PollOption) []byte {
@@ -505,6 +516,8 @@ func FuzzPollOptions(f *testing.F) {
 				data = append(data, byte((int(o)+2)<<2))
 			case taskapi.Condition:
 				data = append(data, byte((int(o)+2)<<2|1))
+			case taskapi.Term:
+				data = append(data, byte((int(o.Number)+2)<<2|2))
 			default:
 				data = append(data, 2)
 			}
@@ -518,6 +531,10 @@ func FuzzPollOptions(f *testing.F) {
 	f.Add("t", enc(taskapi.Unconditional, taskapi.SingularByIdentifier))
 	f.Add("t", enc(taskapi.Order(2), taskapi.Condition(-1)))
 	f.Add("t", enc(nil))
+	f.Add("t", enc(taskapi.Term{Topic: "t", Owner: "o", Number: 2}, taskapi.LIFO))
+	f.Add("t", enc(taskapi.Term{Number: 2}, taskapi.Term{Number: 2}))
+	f.Add("t", enc(taskapi.Term{Number: 0}))
+	f.Add("u", enc(taskapi.Term{Number: 2}))
 	f.Add("t", []byte{3, 7})
 	f.Add("", enc(taskapi.FIFO))
 	f.Fuzz(func(t *testing.T, topic string, data []byte) {
@@ -526,7 +543,10 @@ func FuzzPollOptions(f *testing.F) {
 			opts[i] = pollOption(b)
 		}
 		wantOrder, wantCondition, ok := taskapi.FIFO, taskapi.Unconditional, true
-		var ordered, conditioned bool
+		var (
+			ordered, conditioned bool
+			term                 *taskapi.Term
+		)
 		for _, o := range opts {
 			switch o := o.(type) {
 			case taskapi.Order:
@@ -535,6 +555,9 @@ func FuzzPollOptions(f *testing.F) {
 			case taskapi.Condition:
 				ok = ok && conditions.has(int(o)) && (!conditioned || o == wantCondition)
 				wantCondition, conditioned = o, true
+			case taskapi.Term:
+				ok = ok && term == nil && o.Number >= 1
+				term = &o
 			default:
 				ok = false
 			}
@@ -544,11 +567,18 @@ func FuzzPollOptions(f *testing.F) {
 		if ok && (order != wantOrder || condition != wantCondition) {
 			t.Fatalf("PollOptions(%v) = %v, %v; want %v, %v", opts, order, condition, wantOrder, wantCondition)
 		}
-		topicOK := nameOK(topic, docTopicLimit, false)
+		topicOK := nameOK(topic, docTopicLimit, false) && (term == nil || term.Topic == topic)
 		order, condition, err = check.Poll(topic, opts)
 		wantVerdict(t, "Poll", err, ok && topicOK)
 		if ok && topicOK && (order != wantOrder || condition != wantCondition) {
 			t.Fatalf("Poll(%v) = %v, %v; want %v, %v", opts, order, condition, wantOrder, wantCondition)
+		}
+		ownerOK := term == nil || term.Owner == "o"
+		p, err := check.PollBy("o", topic, opts)
+		wantVerdict(t, "PollBy", err, ok && topicOK && ownerOK)
+		if ok && topicOK && ownerOK && (p.Order != wantOrder || p.Condition != wantCondition ||
+			(p.Term == nil) != (term == nil) || term != nil && *p.Term != *term) {
+			t.Fatalf("PollBy(%v) = %+v; want %v, %v, %v", opts, p, wantOrder, wantCondition, term)
 		}
 	})
 }
@@ -562,7 +592,8 @@ func FuzzPollOptions(f *testing.F) {
 //   - nothing panics;
 //   - Completions accepts exactly a valid topic with every result defined
 //     (0 to 3) and every output valid UTF-8 without NUL (empty included);
-//   - Assignments accepts exactly a valid topic with every result defined;
+//   - Assignments accepts exactly a valid topic with every result defined
+//     and every output valid UTF-8 without NUL (empty included);
 //   - Join accepts exactly a valid topic, a defined junction and every
 //     identifier of every group valid (empty groups are fine);
 //   - Filter accepts exactly defined states, an empty or valid reference
@@ -610,9 +641,9 @@ func FuzzBatchArguments(f *testing.F) {
 				Task:     taskapi.Task{Sequence: int64(i)},
 				Decision: taskapi.Decision{Result: taskapi.Result(result), Output: output},
 			})
-			assignments = append(assignments, taskapi.Assignment{Task: taskapi.Task{Sequence: int64(i)}, Result: taskapi.Result(result)})
+			assignments = append(assignments, taskapi.Assignment{Task: taskapi.Task{Sequence: int64(i)}, Result: taskapi.Result(result), Output: output})
 			completionsOK = completionsOK && results.has(result) && textOK(output)
-			assignmentsOK = assignmentsOK && results.has(result)
+			assignmentsOK = assignmentsOK && results.has(result) && textOK(output)
 			state := int(b&15) - 3 // -3 to 12
 			filterStates = append(filterStates, taskapi.State(state))
 			statesOK = statesOK && states.has(state)

@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,9 +11,54 @@ import (
 
 // testClock checks that times are stored and compared at one precision, the
 // microsecond, on every backend: a task created after a time the caller took
-// is found after it, whatever the database's clock resolution.
+// is found after it, whatever the database's clock resolution. And the
+// database's clock as taskapi.Clock reads it, which every backend's
+// repository must implement: in UTC, to the microsecond, the clock that
+// created times are on, read at the statement.
 func testClock[Tx any](t *testing.T, b Backend[Tx]) {
 	all := map[string]func(t *testing.T){}
+
+	all["NowLiesBetweenTheTasksCreatedAroundIt"] = func(t *testing.T) {
+		e := setup(t, b, "t")
+		clock := clockOf(t, e.repo)
+		for round := range 50 {
+			before := e.push("t", taskapi.Append, taskapi.Creation{Identifier: "x", Suspended: true})[0]
+			now, err := clock.Now(e.ctx, e.db)
+			if err != nil {
+				t.Fatalf("round %d: Now: %v", round, err)
+			}
+			after := e.push("t", taskapi.Append, taskapi.Creation{Identifier: "x", Suspended: true})[0]
+			if now.Location() != time.UTC || !now.Equal(now.Truncate(time.Microsecond)) {
+				t.Fatalf("round %d: Now = %v, want a time in UTC to the microsecond", round, now)
+			}
+			created, next := e.info("t", before.Sequence).Created, e.info("t", after.Sequence).Created
+			if now.Before(created) || next.Before(now) {
+				t.Fatalf("round %d: Now = %v, want it at or after %v, the creation of the task pushed before, "+
+					"and at or before %v, that of the task pushed after", round, now, created, next)
+			}
+		}
+	}
+
+	all["NowIsTheMomentOfTheStatement"] = func(t *testing.T) {
+		e := setup(t, b, "t")
+		clock := clockOf(t, e.repo)
+		w := worldOf(e)
+		tx, end := w.begin()
+		first, err := clock.Now(e.ctx, tx)
+		w.must(err, "Now in a transaction")
+		time.Sleep(tick)
+		second, err := clock.Now(e.ctx, tx)
+		w.must(err, "Now again in the transaction")
+		end(true)
+		if !second.After(first) {
+			t.Errorf("Now in one transaction %v apart = %v, then %v; want the moment of each statement", tick, first, second)
+		}
+		ctx, cancel := context.WithCancel(e.ctx)
+		cancel()
+		if _, err := clock.Now(ctx, e.db); !errors.Is(err, context.Canceled) {
+			t.Errorf("Now with a cancelled context: error = %v, want %v", err, context.Canceled)
+		}
+	}
 
 	all["TasksCreatedJustAfterATimeAreAfterIt"] = func(t *testing.T) {
 		e := setup(t, b, "t")
@@ -53,4 +100,14 @@ func testClock[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 
 	cases(t, all)
+}
+
+// clockOf returns repo as a Clock, or fails t.
+func clockOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Clock[Tx] {
+	t.Helper()
+	c, ok := repo.(taskapi.Clock[Tx])
+	if !ok {
+		t.Fatalf("%T does not implement taskapi.Clock", repo)
+	}
+	return c
 }

@@ -50,7 +50,8 @@ type stageCall[Tx any] struct {
 // stageSetup opens a fresh database and sets the stage: in stageTopic a
 // Ready, an Active, a Failed and a Suspended task, and an Active task of
 // another owner that has fallen silent; a Failed task in stageDoomed; an
-// idle owner; and, where the repository leads, Owner's term of stageLed.
+// idle owner; and, where the repository leads, Owner's term of stageLed and
+// a Ready task there.
 func stageSetup[Tx any](t *testing.T, b Backend[Tx]) *stage[Tx] {
 	t.Helper()
 	s := &stage[Tx]{world: worldOf(setup(t, b, stageTopic, stageDoomed, stageLed, stageFree))}
@@ -76,6 +77,7 @@ func stageSetup[Tx any](t *testing.T, b Backend[Tx]) *stage[Tx] {
 			s.t.Fatalf("Lead(%q) refused", stageLed)
 		}
 		s.term = term
+		s.task(stageLed, "l", taskapi.Ready) // for a poll under the term
 	}
 	time.Sleep(tick) // the other owners fall silent: Expire(0) and PurgeOwners(0) have work
 	return s
@@ -194,7 +196,7 @@ func (s *stage[Tx]) readCalls() []stageCall[Tx] {
 }
 
 // fleetCalls are the calls of taskapi.Activator and taskapi.Leader, where
-// the repository implements them.
+// the repository implements them, and a poll under a term.
 func (s *stage[Tx]) fleetCalls() []stageCall[Tx] {
 	var calls []stageCall[Tx]
 	if a := s.activator; a != nil {
@@ -208,7 +210,11 @@ func (s *stage[Tx]) fleetCalls() []stageCall[Tx] {
 		calls = append(calls,
 			stageCall[Tx]{"Lead", func(ctx context.Context, db Tx) error { _, _, err := l.Lead(ctx, db, stageFree, time.Hour); return err }},
 			stageCall[Tx]{"Renew", func(ctx context.Context, db Tx) error { _, _, err := l.Renew(ctx, db, term, 2*time.Hour); return err }},
-			stageCall[Tx]{"Concede", func(ctx context.Context, db Tx) error { return l.Concede(ctx, db, term) }})
+			stageCall[Tx]{"Concede", func(ctx context.Context, db Tx) error { return l.Concede(ctx, db, term) }},
+			stageCall[Tx]{"PollUnderATerm", func(ctx context.Context, db Tx) error {
+				_, err := s.repo.Poll(ctx, db, stageLed, 10, term)
+				return err
+			}})
 	}
 	return calls
 }

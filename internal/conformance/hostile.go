@@ -119,7 +119,7 @@ func testHostile[Tx any](t *testing.T, b Backend[Tx]) {
 	// Hostile identifiers, references, inputs and outputs come back
 	// verbatim from Push, Poll, Page, Lookup, Revive and Join; they match
 	// filters of Page and Count exactly (a wildcard matches only itself);
-	// Complete stores hostile outputs and Defer defers tasks of hostile
+	// Complete and Reassign store hostile outputs and Defer defers tasks of hostile
 	// identifiers, in a topic with a hostile name.
 	all["TextsComeBackVerbatim"] = func(t *testing.T) {
 		const topic = `t'"\;%_*/`
@@ -133,6 +133,12 @@ func testHostile[Tx any](t *testing.T, b Backend[Tx]) {
 			h.must(h.repo.Complete(h.ctx, h.db, topic, ppcDone(task, taskapi.Failure, values[i].value)), "Complete %s", values[i].name)
 			if got := h.info(topic, task.Sequence).Output; got != values[i].value {
 				t.Errorf("output %s came back as %q", values[i].name, got)
+			}
+			note := "reassigned: " + values[i].value
+			h.must(h.repo.Reassign(h.ctx, h.db, topic, taskapi.Assignment{Task: task, Result: taskapi.Failure, Output: note}),
+				"Reassign with the output %s", values[i].name)
+			if got := h.info(topic, task.Sequence).Output; got != note {
+				t.Errorf("output %s given by Reassign came back as %q", values[i].name, got)
 			}
 		}
 		revivals := h.revive(topic, taskapi.ReviveAppend, taskapi.Failed, taskapi.Unbounded, len(values))

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -12,7 +13,10 @@ import (
 // that range (or not in the topic) fails the whole call with ErrStateMismatch
 // and nothing changes; ReassignAll moves the tasks of one state within a span
 // and returns how many, rejects a from state outside Expired..Succeeded with
-// ErrInvalidArgument, and does nothing when from is already the target.
+// ErrInvalidArgument, and does nothing when from is already the target. An
+// assignment's Output, when not empty, replaces the task's output, also of
+// a task already in the result's state; an empty one keeps it; an output
+// that is not valid text fails the call with ErrInvalidArgument.
 func testReassign[Tx any](t *testing.T, b Backend[Tx]) {
 	const ta, tb = "alpha", "beta"
 	all := map[string]func(t *testing.T){}
@@ -85,6 +89,112 @@ func testReassign[Tx any](t *testing.T, b Backend[Tx]) {
 		)
 		w.want(ta, a.Sequence, taskapi.Failed, taskapi.Succeeded)
 		w.want(ta, c.Sequence, taskapi.Suspended, taskapi.Expired)
+	}
+
+	all["OutputReplacesTheTasksOwn"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta))
+		failed := w.task(ta, "f", taskapi.Failed)
+		expired := w.task(ta, "e", taskapi.Expired)
+		succeeded := w.task(ta, "s", taskapi.Succeeded)
+		w.reassign(ta,
+			taskapi.Assignment{Task: failed, Result: taskapi.Success, Output: "retried by hand"},
+			taskapi.Assignment{Task: expired, Result: taskapi.Failure, Output: "gave up: crashed its consumer"},
+			taskapi.Assignment{Task: succeeded, Result: taskapi.Filter},
+		)
+		for _, c := range []struct {
+			task          taskapi.Task
+			state, before taskapi.State
+			output        string
+		}{
+			{failed, taskapi.Succeeded, taskapi.Failed, "retried by hand"},
+			{expired, taskapi.Failed, taskapi.Expired, "gave up: crashed its consumer"},
+			{succeeded, taskapi.Filtered, taskapi.Succeeded, "out-s"},
+		} {
+			if info := w.want(ta, c.task.Sequence, c.state, c.before); info.Output != c.output {
+				t.Errorf("task %q reassigned: output %q, want %q", c.task.Identifier, info.Output, c.output)
+			}
+		}
+	}
+
+	all["OutputOfATaskInItsResultsState"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta))
+		failed := w.task(ta, "f", taskapi.Failed)
+		pushed := w.suspended(ta, "p")[0] // no completion time
+		before := map[int64]taskapi.Info{failed.Sequence: w.info(ta, failed.Sequence), pushed.Sequence: w.info(ta, pushed.Sequence)}
+		w.reassign(ta,
+			taskapi.Assignment{Task: failed, Result: taskapi.Failure, Output: "poison: failed 5 times"},
+			taskapi.Assignment{Task: pushed, Result: taskapi.Suspension, Output: "waits for the operator"},
+		)
+		for sequence, output := range map[int64]string{failed.Sequence: "poison: failed 5 times", pushed.Sequence: "waits for the operator"} {
+			info, was := w.info(ta, sequence), before[sequence]
+			if info.Output != output {
+				t.Errorf("task %d: output %q, want %q", sequence, info.Output, output)
+			}
+			info.Output = was.Output
+			if info != was {
+				t.Errorf("task %d changed beyond its output: %+v, want %+v", sequence, info, was)
+			}
+		}
+	}
+
+	all["OutputsThatDifferWithinARun"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta))
+		outputs := []string{"a", "a", "b", "", "b", "a", "", "c"}
+		var assignments []taskapi.Assignment
+		var tasks []taskapi.Task
+		for i, output := range outputs {
+			task := w.task(ta, fmt.Sprint("id-", i), taskapi.Failed)
+			tasks = append(tasks, task)
+			assignments = append(assignments, taskapi.Assignment{Task: task, Result: taskapi.Success, Output: output})
+		}
+		if last, first := tasks[len(tasks)-1].Sequence, tasks[0].Sequence; last-first != int64(len(tasks)-1) {
+			t.Fatalf("the tasks have sequences %d to %d, want consecutive ones", first, last)
+		}
+		w.reassign(ta, assignments...)
+		for i, task := range tasks {
+			want := outputs[i]
+			if want == "" {
+				want = "out-" + task.Identifier
+			}
+			if info := w.want(ta, task.Sequence, taskapi.Succeeded, taskapi.Failed); info.Output != want {
+				t.Errorf("task %d: output %q, want %q", i, info.Output, want)
+			}
+		}
+	}
+
+	all["DuplicatesMostSevereWinsWithItsOutput"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta))
+		a := w.task(ta, "a", taskapi.Succeeded)
+		c := w.task(ta, "c", taskapi.Expired)
+		w.reassign(ta,
+			taskapi.Assignment{Task: a, Result: taskapi.Success, Output: "fine"},
+			taskapi.Assignment{Task: a, Result: taskapi.Failure},
+			taskapi.Assignment{Task: c, Result: taskapi.Filter, Output: "skip"},
+			taskapi.Assignment{Task: a, Result: taskapi.Failure, Output: "broken"},
+			taskapi.Assignment{Task: c, Result: taskapi.Success, Output: "done"},
+			taskapi.Assignment{Task: a, Result: taskapi.Failure},
+		)
+		if info := w.want(ta, a.Sequence, taskapi.Failed, taskapi.Succeeded); info.Output != "broken" {
+			t.Errorf("task a: output %q, want %q, the last output of the most severe result", info.Output, "broken")
+		}
+		if info := w.want(ta, c.Sequence, taskapi.Filtered, taskapi.Expired); info.Output != "skip" {
+			t.Errorf("task c: output %q, want %q, the output of the most severe result", info.Output, "skip")
+		}
+	}
+
+	all["RejectsInvalidOutputs"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta))
+		good := w.task(ta, "good", taskapi.Failed)
+		other := w.task(ta, "other", taskapi.Expired)
+		before := w.snapshot(ta)
+		for _, bad := range []string{"a\x00b", "\xff\xfe", "ok" + string([]byte{0xc3})} {
+			err := w.repo.Reassign(w.ctx, w.db, ta,
+				taskapi.Assignment{Task: good, Result: taskapi.Success, Output: "fine"},
+				taskapi.Assignment{Task: other, Result: taskapi.Success, Output: bad},
+			)
+			wantErr(t, err, taskapi.ErrInvalidArgument)
+			w.unchanged(before)
+		}
 	}
 
 	all["NoAssignments"] = func(t *testing.T) {

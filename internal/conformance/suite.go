@@ -5,9 +5,9 @@
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
 // owners, read, purge, input, atomicity, clock, races, promises, fleet,
-// deferred, schedule, roster, hostile, cancel; schedule holds NextDue too,
-// which tells a runtime when to poll next). Every case runs in parallel on
-// a database of its own.
+// termpoll, deferred, schedule, roster, hostile, cancel, unavailable;
+// schedule holds NextDue too, which tells a runtime when to poll next).
+// Every case runs in parallel on a database of its own.
 package conformance
 
 import (
@@ -48,6 +48,14 @@ type Backend[Tx any] struct {
 	// also one whose caller gave up on it, so that what such a statement
 	// did is seen by what follows. Cases that need it skip without it.
 	Block func(t *testing.T, db Tx) (release func())
+	// Kill, when set, ends the session of tx, a transaction that Begin
+	// began on db, from another session of the database
+	// (pg_terminate_backend, KILL), and returns once the server has ended
+	// it. Unreachable, when set, returns a handle like Open's on a server
+	// that does not answer: nothing listens where it connects. Cases that
+	// need them skip without them.
+	Kill        func(t *testing.T, db, tx Tx)
+	Unreachable func(t *testing.T) Tx
 }
 
 // Run runs the whole suite against b.
@@ -68,6 +76,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Races", func(t *testing.T) { testRaces(t, b) })
 	t.Run("Promises", func(t *testing.T) { testPromises(t, b) })
 	t.Run("Fleet", func(t *testing.T) { testFleet(t, b) })
+	t.Run("TermPolls", func(t *testing.T) { testTermPolls(t, b) })
 	t.Run("Deferred", func(t *testing.T) { testDeferred(t, b) })
 	t.Run("NextDue", func(t *testing.T) { testNextDue(t, b) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, b) })
@@ -75,4 +84,5 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("ReadyReads", func(t *testing.T) { testReadyReads(t, b) })
 	t.Run("Hostile", func(t *testing.T) { testHostile(t, b) })
 	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })
+	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
 }
