@@ -25,9 +25,11 @@ func (m *Manager[Tx]) Activation() taskapi.Activation {
 }
 
 // Drained reports whether the topic is Draining and nothing of it is in
-// flight any more.
+// flight any more: no batch unsettled, and no loop between its last check
+// of the activation and the registration of what it polled (a batch
+// polled meanwhile is given back unrun, and counts until it is).
 func (m *Manager[Tx]) Drained() bool {
-	return m.Activation() == taskapi.Draining && m.Stats().InFlight == 0
+	return m.Activation() == taskapi.Draining && m.claiming.Load() == 0 && m.Stats().InFlight == 0
 }
 
 // activator returns the Client's repository as a taskapi.Activator, or

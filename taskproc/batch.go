@@ -22,18 +22,33 @@ var ErrSettled = errors.New("taskproc: batch already settled")
 // released back to Ready (Release). A second settlement is refused with
 // ErrSettled and changes nothing. The limiter slot of the poll is held until
 // the batch is settled. A Batch is safe for use by many goroutines.
+//
+// A settlement is written while the owner holds the tasks: a write that
+// fails for the database (a lost connection, a conflict) is tried again
+// with backoff, and when it is not known whether it committed, what it
+// wrote is read back first (see settle.go). A database error never becomes
+// a task's result.
 type Batch struct {
-	topic   string
-	tasks   []taskapi.Task // in poll order; the handler must not change it
-	polled  time.Time
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	settler settler
-	repo    any // the Repository[Tx] that polled the batch, for follow-up pushes
-	state   atomic.Int32
-	how     atomic.Value // string: how it was settled, for ErrSettled
-	done    chan struct{}
-	after   []string // topics to resume once the completion committed
+	topic  string
+	tasks  []taskapi.Task // in poll order; the handler must not change it
+	polled time.Time
+	// ctx is the handler's: it ends when the runtime asks the handler to
+	// stop (a Stop that ran out of time), when it gives up the batch, and
+	// once the batch is settled.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// writes is the settlement's: it ends only when the runtime gives up
+	// the batch (revoke), so that a settlement in progress when a Stop's
+	// context ends is still written, within the grace.
+	writes     context.Context
+	stopWrites context.CancelCauseFunc
+	settler    settler
+	repo       any   // the Repository[Tx] that polled the batch, for follow-up pushes
+	term       int64 // the number of the term of leadership it was polled under; 0 for none
+	state      atomic.Int32
+	how        atomic.Value // string: how it was settled, for ErrSettled
+	done       chan struct{}
+	after      []string // topics to resume once the completion committed
 	// live are the tasks that the current attempt of a completion writes:
 	// the batch's, but those another owner took meanwhile; nil for all.
 	live []taskapi.Task
@@ -48,16 +63,40 @@ const (
 	settled
 )
 
-// settler settles batches: the Manager that polled them.
+// settler writes the settlements of batches: the Manager that polled them.
 type settler interface {
 	// accepts reports whether completion is a completion function over
 	// the settler's transaction type.
 	accepts(completion any) bool
-	complete(b *Batch, completion any) error
-	fail(b *Batch, cause error) error
-	release(b *Batch) error
-	// abandon settles b without a write, its context ended with cause.
-	abandon(b *Batch, cause error) error
+	// write writes how b is settled, and marks it settled.
+	write(b *Batch, how settlement) error
+}
+
+// An intent is what a settlement writes.
+type intent int
+
+const (
+	toComplete intent = iota // the decisions of a completion function
+	toFail                   // Failure for every task, with cause's text
+	toRelease                // the tasks back to Ready, unprocessed
+	toAbandon                // nothing: a fenced owner gives the batch up
+)
+
+// settlement is how a batch is to be settled.
+type settlement struct {
+	intent     intent
+	completion any   // toComplete: func(ctx) or func(ctx, Tx) (Decisions, error)
+	cause      error // toFail: the error; toRelease, toAbandon: why the runtime gave it up, if it did
+}
+
+// giveUp is how the runtime settles a batch it gives up for cause: a fenced
+// owner writes nothing (another process may have taken its tasks), else the
+// tasks go back to Ready.
+func giveUp(cause error) settlement {
+	if errors.Is(cause, ErrFenced) {
+		return settlement{intent: toAbandon, cause: cause}
+	}
+	return settlement{intent: toRelease, cause: cause}
 }
 
 // Topic returns the batch's topic.
@@ -77,9 +116,7 @@ func (b *Batch) Done() <-chan struct{} { return b.done }
 // failed (or, when the runtime gave up on it, released) and Complete returns
 // the reason.
 func (b *Batch) Complete(decisions Decisions) error {
-	return b.settle(func() error {
-		return b.settler.complete(b, func(context.Context) (Decisions, error) { return decisions, nil })
-	})
+	return b.settle(settlement{intent: toComplete, completion: func(context.Context) (Decisions, error) { return decisions, nil }})
 }
 
 // CompleteTx completes b inside one transaction: fn runs in it first, and may
@@ -93,7 +130,7 @@ func CompleteTx[Tx any](b *Batch, fn func(ctx context.Context, tx Tx) (Decisions
 		var tx Tx
 		return fmt.Errorf("taskproc: complete a batch of %q with a transaction of type %T: %w", b.topic, tx, taskapi.ErrInvalidArgument)
 	}
-	return b.settle(func() error { return b.settler.complete(b, fn) })
+	return b.settle(settlement{intent: toComplete, completion: fn})
 }
 
 // Fail completes every task of the batch with Failure and cause's text as
@@ -103,13 +140,19 @@ func (b *Batch) Fail(cause error) error {
 	if cause == nil {
 		cause = errors.New("failed without a reason")
 	}
-	return b.settle(func() error { return b.settler.fail(b, cause) })
+	if a, ok := afterwardsOf(cause); ok { // a retry or a snooze of every task
+		for _, task := range b.tasks {
+			b.marked.Store(task, a)
+		}
+		return b.settle(settlement{intent: toComplete, completion: func(context.Context) (Decisions, error) { return nil, nil }})
+	}
+	return b.settle(settlement{intent: toFail, cause: cause})
 }
 
 // Release gives the tasks of the batch back as Ready, as if they had not
 // been polled: they were interrupted, not processed.
 func (b *Batch) Release() error {
-	return b.settle(func() error { return b.settler.release(b) })
+	return b.settle(settlement{intent: toRelease})
 }
 
 // Retry marks the run of task as failed transiently with cause, as a
@@ -155,13 +198,40 @@ func (b *Batch) markedTasks(tasks []taskapi.Task) map[taskapi.Task]afterwards {
 	return marked
 }
 
-// settle runs do unless the batch was settled, and marks it settled.
-func (b *Batch) settle(do func() error) error {
+// settle writes how unless the batch was settled, and marks it settled.
+func (b *Batch) settle(how settlement) error {
 	if !b.state.CompareAndSwap(pending, settling) {
-		how, _ := b.how.Load().(string)
-		return fmt.Errorf("%w: %s (topic %q)", ErrSettled, how, b.topic)
+		return b.refusal()
 	}
-	return do()
+	return b.settler.write(b, how)
+}
+
+// refusal is the error of a settlement of a batch settled already.
+func (b *Batch) refusal() error {
+	how, _ := b.how.Load().(string)
+	if how == "" {
+		how = "being settled"
+	}
+	return fmt.Errorf("%w: %s (topic %q)", ErrSettled, how, b.topic)
+}
+
+// revoke gives b up for cause: its handler's context ends, a settlement
+// being written stops trying (and gives the tasks back, see write), and an
+// unsettled batch is given back at once. A later settlement is refused.
+func (b *Batch) revoke(cause error) {
+	b.stopWrites(cause) // first: a settlement that begins now sees it (see write)
+	b.cancel(cause)
+	if b.state.CompareAndSwap(pending, settling) {
+		_ = b.settler.write(b, giveUp(cause))
+	}
+}
+
+// revoked returns why the runtime gave b up, nil while it holds it.
+func (b *Batch) revoked() error {
+	if b.writes.Err() == nil {
+		return nil
+	}
+	return context.Cause(b.writes)
 }
 
 // finish marks the batch settled, how it was, and lets go of its context.
@@ -169,6 +239,7 @@ func (b *Batch) finish(how string) {
 	b.how.Store(how)
 	b.state.Store(settled)
 	b.cancel(ErrSettled)
+	b.stopWrites(ErrSettled)
 	close(b.done)
 }
 

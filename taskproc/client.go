@@ -32,11 +32,19 @@ type Client[Tx any] struct {
 	opts     []Option
 	s        settings
 	keeper   *keeper[Tx]
+	clock    *clockOffset // the database's clock as the keeper measures it, shared by the Managers
 
 	mu       sync.Mutex
 	managers map[string]*Manager[Tx]
-	running  bool
-	control  *control[Tx] // the keeper, the Notifier and the reconciliation, while running
+	running  *clientRun[Tx] // nil while stopped
+}
+
+// clientRun is one Start to Stop of a Client.
+type clientRun[Tx any] struct {
+	managers  []*Manager[Tx]
+	control   *control[Tx] // the keeper, the Notifier and the reconciliation
+	halt      sync.Once
+	stopAfter func() bool // unregisters the stop on the end of Start's context
 }
 
 // New returns a Client that polls as repo's owner and runs its transactions
@@ -49,7 +57,7 @@ func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*C
 	if err != nil {
 		return nil, fmt.Errorf("taskproc: new client: %w", err)
 	}
-	c := &Client[Tx]{repo: repo, transact: transact, opts: opts, s: s, managers: map[string]*Manager[Tx]{}}
+	c := &Client[Tx]{repo: repo, transact: transact, opts: opts, s: s, managers: map[string]*Manager[Tx]{}, clock: &clockOffset{}}
 	if c.keeper, err = newKeeper(c, repo, s); err != nil {
 		return nil, err
 	}
@@ -62,14 +70,23 @@ func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*C
 func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...Option) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running {
+	if c.running != nil {
 		return fmt.Errorf("taskproc: handle %q: %w", topic, ErrRunning)
 	}
 	if _, ok := c.managers[topic]; ok {
 		return fmt.Errorf("taskproc: handle %q: the topic has a handler already: %w", topic, taskapi.ErrInvalidArgument)
 	}
-	all := append(slices.Clip(c.opts), opts...)
-	m, err := NewManager(c.repo, c.transact, topic, handler, append(all, withResume(c.resumeLocal))...)
+	if own, err := apply(opts); err == nil {
+		if err := own.refuseClientOnly(fmt.Sprintf("a topic (Handle %q)", topic)); err != nil {
+			return err
+		}
+	}
+	s, err := apply(append(slices.Clip(c.opts), opts...))
+	if err != nil {
+		return fmt.Errorf("taskproc: handle %q: %w", topic, err)
+	}
+	s.resume, s.clock, s.alive, s.managed = c.resumeLocal, c.clock, c.keeper.alive, true
+	m, err := newManager(c.repo, c.transact, topic, handler, s)
 	if err != nil {
 		return err
 	}
@@ -101,21 +118,29 @@ func (c *Client[Tx]) Topics() []string {
 // Start registers the owner, starts the heartbeat and every Manager, and
 // returns once they run. When one fails to start, the others are stopped
 // again and Start returns the error. ErrRunning if the Client runs already.
-// When ctx ends, every Manager stops polling and stops once its batches in
-// flight are settled (see Manager.Start), and the heartbeat stops; call
-// Stop, with a deadline, to bound that and to wait for it.
+// When ctx ends, the Client stops as a Stop without a deadline does: every
+// Manager stops polling and stops once its batches in flight are settled
+// (see Manager.Start); call Stop, with a deadline, to bound that and to
+// wait for it. The heartbeat, the keeper and the Notifier run until the
+// last batch is settled or given back, whichever context ended first:
+// another process never takes over work that still runs here.
 func (c *Client[Tx]) Start(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.running {
+	if c.running != nil {
 		return fmt.Errorf("taskproc: start: %w", ErrRunning)
 	}
 	if err := c.keeper.register(ctx); err != nil {
 		return fmt.Errorf("taskproc: start: register owner %q: %w", c.keeper.owner().Owner(), err)
 	}
+	if err := registered(ctx, c.transact, c.repo, slices.Collect(maps.Keys(c.managers))); err != nil {
+		return fmt.Errorf("taskproc: start: %w", err)
+	}
 	if err := c.apply(ctx, nil, c.managers); err != nil {
 		return fmt.Errorf("taskproc: start: read the activations: %w", err)
 	}
+	// The Managers stop on their own when ctx ends; what keeps their owner
+	// alive must outlive them, so it runs on a context that does not end.
 	var started []*Manager[Tx]
 	for _, topic := range slices.Sorted(maps.Keys(c.managers)) {
 		m := c.managers[topic]
@@ -125,24 +150,39 @@ func (c *Client[Tx]) Start(ctx context.Context) error {
 		}
 		started = append(started, m)
 	}
-	c.running = true
-	c.control = c.startControl(ctx)
+	cr := &clientRun[Tx]{managers: started, control: c.startControl(context.WithoutCancel(ctx))}
+	cr.stopAfter = context.AfterFunc(ctx, func() { _ = c.stopRun(context.Background(), cr) })
+	c.running = cr
 	return nil
 }
 
 // Stop stops every Manager at once, as Manager.Stop does, then the keeper,
 // the Notifier and the reconciliation, and returns their errors joined
-// (ctx.Err() when ctx ended before every batch was settled).
+// (ctx.Err() when ctx ended before every batch was settled). A Stop during
+// another waits for the same end; the first context to end hurries both.
 func (c *Client[Tx]) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	managers := slices.Collect(maps.Values(c.managers))
-	control := c.control
-	c.running, c.control = false, nil
+	cr := c.running
 	c.mu.Unlock()
-	err := stopAll(ctx, managers)
-	if control != nil {
-		control.halt()
+	if cr == nil {
+		return nil
 	}
+	cr.stopAfter()
+	return c.stopRun(ctx, cr)
+}
+
+// stopRun stops the Managers of cr, and once they have all stopped, the
+// rest of it.
+func (c *Client[Tx]) stopRun(ctx context.Context, cr *clientRun[Tx]) error {
+	err := stopAll(ctx, cr.managers)
+	cr.halt.Do(func() {
+		cr.control.halt()
+		c.mu.Lock()
+		if c.running == cr {
+			c.running = nil
+		}
+		c.mu.Unlock()
+	})
 	return err
 }
 

@@ -63,9 +63,8 @@ func (compRepo) Register(context.Context, compTx) (bool, error)                 
 func (compRepo) Heartbeat(context.Context, compTx) error                               { return nil }
 func (compRepo) Expire(context.Context, compTx, time.Duration) (int64, error)          { return 0, nil }
 func (compRepo) PurgeOwners(context.Context, compTx, time.Duration) (int64, error)     { return 0, nil }
-func (compRepo) Revive(context.Context, compTx, string, taskapi.Revivification, taskapi.State, taskapi.Range, int) ([]taskapi.Revival, error) {
-	return nil, nil
-}
+func (compRepo) Reassign(context.Context, compTx, string, ...taskapi.Assignment) error { return nil }
+func (compRepo) Topics(context.Context, compTx) ([]string, error)                      { return nil, nil }
 func (compRepo) Count(context.Context, compTx, taskapi.Snapshot, taskapi.Counting, taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error) {
 	return nil, nil
 }
@@ -108,6 +107,20 @@ func (s *compSettler) accepts(completion any) bool {
 	return ok
 }
 
+func (s *compSettler) write(b *Batch, how settlement) error {
+	switch how.intent {
+	case toComplete:
+		return s.complete(b, how.completion)
+	case toFail:
+		s.settled(b, "failed", func() { s.cause = how.cause })
+	case toRelease:
+		s.settled(b, "released", func() {})
+	default:
+		s.settled(b, "abandoned", func() {})
+	}
+	return nil
+}
+
 func (s *compSettler) complete(b *Batch, completion any) error {
 	var (
 		tx          compTx
@@ -131,21 +144,6 @@ func (s *compSettler) complete(b *Batch, completion any) error {
 	return nil
 }
 
-func (s *compSettler) fail(b *Batch, cause error) error {
-	s.settled(b, "failed", func() { s.cause = cause })
-	return nil
-}
-
-func (s *compSettler) release(b *Batch) error {
-	s.settled(b, "released", func() {})
-	return nil
-}
-
-func (s *compSettler) abandon(b *Batch, cause error) error {
-	s.settled(b, "abandoned", func() {})
-	return nil
-}
-
 // settled records how b was settled, with what record sets, and finishes b.
 func (s *compSettler) settled(b *Batch, how string, record func()) {
 	s.mu.Lock()
@@ -157,11 +155,12 @@ func (s *compSettler) settled(b *Batch, how string, record func()) {
 
 // compBatch returns a batch of tasks settled by a fake settler.
 func compBatch(tasks ...taskapi.Task) (*Batch, *compSettler) {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	writes, stopWrites := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(writes)
 	s := &compSettler{}
 	b := &Batch{
 		topic: "composite", tasks: tasks, polled: time.Now(), ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), settler: s, repo: compRepo{},
+		writes: writes, stopWrites: stopWrites, done: make(chan struct{}), settler: s, repo: compRepo{},
 	}
 	return b, s
 }

@@ -59,7 +59,8 @@ func (w *dueWatch) set(next time.Time) {
 	w.at, w.stale = next, false
 }
 
-// wait returns how long an idle loop waits at now: pause, or less when a
+// wait returns how long an idle loop waits at now (the database's clock):
+// pause, or less when a
 // deferred task becomes due sooner. Then that due time is used up: the poll
 // after it reads NextDue again.
 func (w *dueWatch) wait(now time.Time, pause time.Duration) time.Duration {
@@ -68,8 +69,9 @@ func (w *dueWatch) wait(now time.Time, pause time.Duration) time.Duration {
 	if w.at.IsZero() || w.at.Sub(now) >= pause {
 		return pause
 	}
-	// The due time is the database's; a process whose clock runs ahead
-	// polls a little early, and the floor bounds how often it does.
+	// The due time and now are on the database's clock (see clock.go), the
+	// estimate off by half a round trip at most: a poll that comes a little
+	// early finds the time again, and the floor bounds how often.
 	in := max(w.at.Sub(now), dueFloor)
 	w.at, w.stale = time.Time{}, true
 	return in

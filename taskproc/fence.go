@@ -3,9 +3,6 @@ package taskproc
 import (
 	"context"
 	"errors"
-	"slices"
-
-	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 // ErrFenced is the cause with which a fenced owner gives up the batches it
@@ -44,78 +41,32 @@ func (m *Manager[Tx]) hold(reason holdReason, on bool) {
 
 // fence stops claiming and gives up every batch in flight without a write:
 // their contexts end with ErrFenced, and they can no longer be settled.
-// Their tasks stay Active under the fenced owner until expiry.
+// Their tasks stay Active under the fenced owner until expiry, or until it
+// recovers under its own name.
 func (m *Manager[Tx]) fence() {
 	m.hold(holdFenced, true)
-	m.mu.Lock()
-	r := m.run
-	m.mu.Unlock()
-	if r == nil {
-		return
+	for _, b := range m.inFlight() {
+		b.revoke(ErrFenced)
 	}
-	for _, b := range m.inFlight(r) {
-		_ = b.settle(func() error { return b.settler.abandon(b, ErrFenced) })
-	}
+	m.loseTerm(ErrFenced) // it may have been replaced as the leader too
 }
 
 // unfence makes the Manager claim again: as repo, the owner's successor,
-// or, when repo is nil, as the same owner, which first gives back as Ready
-// the tasks it gave up (those not taken away meanwhile).
+// which leaves the fenced owner's tasks to expiry, or, when repo is nil, as
+// the same owner, which first gives back as Ready the tasks it gave up
+// (those not taken away meanwhile).
 func (m *Manager[Tx]) unfence(ctx context.Context, repo Repository[Tx]) {
-	m.mu.Lock()
-	abandoned := m.abandoned
-	m.abandoned = nil
-	m.mu.Unlock()
 	if repo != nil {
+		m.mu.Lock()
+		m.abandoned = nil
+		m.mu.Unlock()
+		m.unsure.Store(false)
 		m.SetRepository(repo)
-	} else {
-		m.releaseAbandoned(ctx, abandoned)
+		m.hold(holdFenced, false)
+		return
 	}
 	m.hold(holdFenced, false)
-}
-
-// releaseAbandoned gives back the tasks of abandoned batches that are still
-// Active and the owner's; when that fails, it keeps them to try again.
-func (m *Manager[Tx]) releaseAbandoned(ctx context.Context, abandoned []taskapi.Task) {
-	repo := m.repository()
-	for len(abandoned) > 0 {
-		err := m.transact(ctx, func(tx Tx) error { return repo.Release(ctx, tx, m.topic, abandoned...) })
-		var stale *taskapi.StateError
-		if !errors.As(err, &stale) {
-			if err != nil {
-				m.s.logger.Warn("taskproc: give back tasks left Active", "topic", m.topic, "tasks", len(abandoned), "err", err)
-				m.giveBackLater(abandoned)
-			}
-			return
-		}
-		abandoned = slices.DeleteFunc(abandoned, func(t taskapi.Task) bool { return slices.Contains(stale.Sequences, t.Sequence) })
-	}
-}
-
-// giveBackLater keeps tasks that are Active under this owner but no batch
-// holds any more, to give them back as Ready when the database answers
-// again (giveBack), instead of leaving them to expiry, which never comes
-// for a live owner.
-func (m *Manager[Tx]) giveBackLater(tasks []taskapi.Task) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.abandoned = append(m.abandoned, tasks...)
-}
-
-// giveBack releases the tasks kept by giveBackLater, unless the Manager is
-// fenced (unfence releases them then).
-func (m *Manager[Tx]) giveBack(ctx context.Context) {
-	m.mu.Lock()
-	tasks := m.abandoned
-	if m.fenced() {
-		tasks = nil
-	} else {
-		m.abandoned = nil
-	}
-	m.mu.Unlock()
-	if len(tasks) > 0 {
-		m.releaseAbandoned(ctx, tasks)
-	}
+	m.tidy(ctx)
 }
 
 // fenced reports whether the Manager gave up its owner's claims.

@@ -2,6 +2,7 @@ package taskproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,30 +12,40 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// revivalSize is how many expired tasks of a topic the keeper revives per
-// round.
-const revivalSize = 1000
-
 // purgeEvery is how often at most the keeper purges dead owners (more often
 // when the purge's own duration is shorter).
 const purgeEvery = time.Hour
 
+// errLate is why an owner fences itself when its heartbeat could not be
+// confirmed within the expiry of the previous one: another process may
+// have expired its tasks meanwhile.
+var errLate = errors.New("taskproc: no heartbeat confirmed within the expiry")
+
 // keeper keeps a Client's owner alive: it sends the heartbeat, expires the
-// tasks of silent owners (and revives them, if asked), purges dead owners,
-// and fences the Client when its own heartbeat fails for longer than the
+// tasks of silent owners (and rescues them, if asked), purges dead owners,
+// and fences the Client when its heartbeat was not confirmed within the
 // expiry.
+//
+// The expiry is measured from the moment the last confirmed heartbeat was
+// sent, never from when its answer came: the database recorded it at or
+// after that moment, so another process can expire the owner no earlier
+// than the expiry after it. A timer fences the Client at that deadline,
+// and a heartbeat confirmed after it (a process stopped with SIGSTOP, a
+// VM paused, a heartbeat that waited long) fences it just the same: the
+// Client never carries on with claims another process may have taken.
 type keeper[Tx any] struct {
 	c         *Client[Tx]
 	s         settings
 	successor func(previous string) (Repository[Tx], error)
 
-	mu        sync.Mutex
-	repo      Repository[Tx] // the current owner
-	confirmed time.Time      // when the heartbeat was last confirmed
-	fenced    bool
-	lastPurge time.Time
-	// lastSweep is when the keeper last expired (and revived) tasks.
-	lastSweep time.Time
+	mu    sync.Mutex
+	repo  Repository[Tx] // the current owner
+	sent  time.Time      // when the last confirmed heartbeat (or registration) was sent
+	fuse  *time.Timer    // fences at sent + expiry
+	fence bool           // fenced, until it recovers
+	// lastPurge and lastSweep are when the keeper last purged owners and
+	// expired (and rescued) tasks.
+	lastPurge, lastSweep time.Time
 }
 
 func newKeeper[Tx any](c *Client[Tx], repo Repository[Tx], s settings) (*keeper[Tx], error) {
@@ -60,6 +71,7 @@ func (k *keeper[Tx]) owner() Repository[Tx] {
 // (on SQLite, the processes starting at once contend for the write lock).
 func (k *keeper[Tx]) register(ctx context.Context) error {
 	repo := k.owner()
+	sent := time.Now()
 	err := retryConflicts(ctx, func() error {
 		return k.c.transact(ctx, func(tx Tx) error {
 			_, err := repo.Register(ctx, tx)
@@ -68,16 +80,54 @@ func (k *keeper[Tx]) register(ctx context.Context) error {
 	})
 	if err == nil {
 		k.mu.Lock()
-		k.confirmed, k.lastPurge = time.Now(), time.Now()
+		k.fence, k.lastPurge = false, time.Now()
 		k.mu.Unlock()
+		k.confirm(repo, sent)
 	}
 	return err
+}
+
+// alive reports whether the owner's last heartbeat was confirmed within the
+// expiry: whether its Managers may claim.
+func (k *keeper[Tx]) alive() bool {
+	if k.s.expiry == 0 {
+		return true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return !k.fence && time.Since(k.sent) < k.s.expiry
+}
+
+// confirm records a heartbeat of repo sent at sent and confirmed, and arms
+// the fuse for its expiry.
+func (k *keeper[Tx]) confirm(repo Repository[Tx], sent time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.sent = sent
+	if k.s.expiry == 0 {
+		return
+	}
+	if k.fuse != nil {
+		k.fuse.Stop()
+	}
+	k.fuse = time.AfterFunc(time.Until(sent.Add(k.s.expiry)), func() { k.fenceLate(repo, errLate) })
+}
+
+// stop disarms the fuse once the keeper stops.
+func (k *keeper[Tx]) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.fuse != nil {
+		k.fuse.Stop()
+		k.fuse = nil
+	}
 }
 
 // run beats every heartbeat interval until stop is closed or ctx ends.
 func (k *keeper[Tx]) run(ctx context.Context, stop <-chan struct{}) {
 	ctx, cancel := untilClosed(ctx, stop) // a heartbeat may wait long
 	defer cancel()
+	defer k.stop()
 	ticker := time.NewTicker(k.s.heartbeat)
 	defer ticker.Stop()
 	for {
@@ -92,8 +142,9 @@ func (k *keeper[Tx]) run(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// beat is one round: recover when fenced, else heartbeat, and maintenance
-// when the heartbeat went through, or fencing when it has failed too long.
+// beat is one round: recover when fenced, else heartbeat, and then, when
+// the heartbeat was confirmed in time, give back what the Managers left
+// Active and look after the fleet.
 func (k *keeper[Tx]) beat(ctx context.Context) {
 	if k.isFenced() {
 		ctx, cancel := context.WithTimeout(ctx, k.s.heartbeat)
@@ -102,32 +153,45 @@ func (k *keeper[Tx]) beat(ctx context.Context) {
 		return
 	}
 	repo := k.owner()
-	if err := k.heartbeat(ctx, repo); err != nil {
+	sent, err := k.heartbeat(ctx, repo)
+	if err != nil {
 		if ctx.Err() != nil {
 			return // cut short by Stop: not a failure to report
 		}
 		k.s.notify(Event{Kind: EventHeartbeatFailed, Owner: repo.Owner(), Err: err})
-		if k.s.expiry > 0 && time.Since(k.lastConfirmed()) > k.s.expiry {
-			k.fence(repo, err)
-		}
 		return
 	}
-	k.mu.Lock()
-	k.confirmed = time.Now()
-	k.mu.Unlock()
+	if k.late() {
+		k.fenceLate(repo, fmt.Errorf("%w: the heartbeat was confirmed %v after the one before it was sent", errLate, time.Since(k.lastSent()).Round(time.Millisecond)))
+		return
+	}
+	k.confirm(repo, sent)
 	ctx, cancel := context.WithTimeout(ctx, k.s.heartbeat)
 	defer cancel()
+	for _, m := range k.c.managerList() {
+		m.tidy(ctx)
+	}
 	k.maintain(ctx, repo)
+}
+
+// late reports whether the expiry has passed since the last confirmed
+// heartbeat was sent.
+func (k *keeper[Tx]) late() bool {
+	return k.s.expiry > 0 && time.Since(k.lastSent()) >= k.s.expiry
 }
 
 // heartbeat sends repo's heartbeat, trying again after conflicts until
 // heartbeatDeadline.
-func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) error {
+// It returns when the heartbeat that went through was sent.
+func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) (time.Time, error) {
 	ctx, cancel := context.WithDeadline(ctx, k.heartbeatDeadline())
 	defer cancel()
-	return retryConflicts(ctx, func() error {
+	var sent time.Time
+	err := retryConflicts(ctx, func() error {
+		sent = time.Now()
 		return k.c.transact(ctx, func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
 	})
+	return sent, err
 }
 
 // heartbeatDeadline is how long a heartbeat may try: one interval, or, with
@@ -137,7 +201,7 @@ func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) error {
 func (k *keeper[Tx]) heartbeatDeadline() time.Time {
 	deadline := time.Now().Add(k.s.heartbeat)
 	if k.s.expiry > 0 {
-		deadline = later(deadline, k.lastConfirmed().Add(k.s.expiry))
+		deadline = later(deadline, k.lastSent().Add(k.s.expiry))
 	}
 	return deadline
 }
@@ -152,20 +216,26 @@ func later(a, b time.Time) time.Time {
 func (k *keeper[Tx]) isFenced() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.fenced
+	return k.fence
 }
 
-func (k *keeper[Tx]) lastConfirmed() time.Time {
+func (k *keeper[Tx]) lastSent() time.Time {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.confirmed
+	return k.sent
 }
 
-// fence stops every Manager from claiming and gives up their batches: the
-// owner may have been expired by another process meanwhile.
-func (k *keeper[Tx]) fence(repo Repository[Tx], cause error) {
+// fenceLate fences the Client, unless it is fenced already or repo is no
+// longer its owner: every Manager stops claiming and gives up its batches
+// and its term of leadership, since the owner may have been expired by
+// another process meanwhile.
+func (k *keeper[Tx]) fenceLate(repo Repository[Tx], cause error) {
 	k.mu.Lock()
-	k.fenced = true
+	if k.fence || k.repo != repo {
+		k.mu.Unlock()
+		return
+	}
+	k.fence = true
 	k.mu.Unlock()
 	for _, m := range k.c.managerList() {
 		m.fence()
@@ -185,6 +255,7 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 			return
 		}
 	}
+	sent := time.Now()
 	err := k.c.transact(ctx, func(tx Tx) error {
 		_, err := next.Register(ctx, tx)
 		return err
@@ -194,8 +265,9 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 		return
 	}
 	k.mu.Lock()
-	k.repo, k.fenced, k.confirmed = next, false, time.Now()
+	k.repo, k.fence = next, false
 	k.mu.Unlock()
+	k.confirm(next, sent)
 	for _, m := range k.c.managerList() {
 		if next == old {
 			m.unfence(ctx, nil) // the same owner: give back what it gave up
@@ -206,7 +278,7 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 	k.s.notify(Event{Kind: EventRecovered, Owner: next.Owner()})
 }
 
-// maintain expires silent owners' tasks, revives them if asked, and purges
+// maintain expires silent owners' tasks, rescues them if asked, and purges
 // dead owners now and then. Failures are told and tried again next round.
 func (k *keeper[Tx]) maintain(ctx context.Context, repo Repository[Tx]) {
 	if k.due(&k.lastSweep, k.sweepEvery()) {
@@ -220,7 +292,7 @@ func (k *keeper[Tx]) maintain(ctx context.Context, repo Repository[Tx]) {
 	}
 }
 
-// sweepEvery is how often the keeper expires and revives: a quarter of the
+// sweepEvery is how often the keeper expires and rescues: a quarter of the
 // expiry, but not more often than it beats. A crashed owner's tasks are
 // thus expired at most a quarter of the expiry late, and an idle process
 // spends few statements on it (every process sweeps: the sweeps of a fleet
@@ -239,7 +311,8 @@ func (k *keeper[Tx]) due(last *time.Time, every time.Duration) bool {
 	return true
 }
 
-// sweep expires silent owners' tasks and revives expired tasks, if asked.
+// sweep expires silent owners' tasks and rescues the expired tasks of the
+// Client's topics, if asked (see rescue).
 func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 	if k.s.expiry > 0 {
 		k.try(ctx, repo, func(tx Tx) error {
@@ -248,11 +321,10 @@ func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 		})
 	}
 	if k.s.revival {
-		for _, topic := range k.c.Topics() {
-			k.try(ctx, repo, func(tx Tx) error {
-				_, err := repo.Revive(ctx, tx, topic, taskapi.ReviveReset, taskapi.Expired, taskapi.Unbounded, revivalSize)
-				return err
-			})
+		for _, m := range k.c.managerList() {
+			if err := m.rescue(ctx, repo); err != nil {
+				k.s.notify(Event{Kind: EventMaintenanceFailed, Topic: m.topic, Owner: repo.Owner(), Err: err})
+			}
 		}
 	}
 }

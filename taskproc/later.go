@@ -1,9 +1,7 @@
 package taskproc
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -12,7 +10,8 @@ import (
 )
 
 // later writes, in the completion's transaction, what becomes of the marked
-// tasks: a snoozed task is released and deferred; a retried task is
+// tasks: an interrupted task is released; a snoozed task is released and
+// deferred; a retried task is
 // completed with Failure and its attempt log, and, while attempts remain,
 // reset to Ready in its place (ReviveReset keeps the log as its output) and
 // deferred by the policy's backoff. It returns the Failure completions of
@@ -21,7 +20,10 @@ func (s *batchSettler[Tx]) later(ctx context.Context, tx Tx, topic string, marke
 	if len(marked) == 0 {
 		return nil, nil
 	}
-	now := s.m.s.now()
+	if err := measureClock(ctx, tx, s.repo, s.m.clock); err != nil { // to defer by the database's clock
+		return nil, err
+	}
+	now := s.m.now()
 	due := map[time.Time][]taskapi.Task{}
 	var snoozed, again []taskapi.Task
 	var failed []taskapi.Completion
@@ -29,13 +31,18 @@ func (s *batchSettler[Tx]) later(ctx context.Context, tx Tx, topic string, marke
 		a := marked[task]
 		if a.cause == nil {
 			snoozed = append(snoozed, task)
-			until := now.Add(a.after)
-			due[until] = append(due[until], task)
+			if !a.interrupted {
+				until := now.Add(a.after)
+				due[until] = append(due[until], task)
+			}
 			continue
 		}
 		info, found, err := s.repo.Lookup(ctx, tx, topic, task.Sequence)
-		if err != nil || !found {
-			return nil, cmp.Or(err, fmt.Errorf("task %d is gone: %w", task.Sequence, taskapi.ErrNotActive))
+		switch {
+		case err != nil:
+			return nil, err
+		case !found: // purged meanwhile: not this owner's any more
+			return nil, &taskapi.StateError{Topic: topic, Sequences: []int64{task.Sequence}, Err: taskapi.ErrNotActive}
 		}
 		output, attempt := nextAttempt(info.Output, now, a.cause)
 		failed = append(failed, taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Failure, Output: output}})

@@ -31,28 +31,35 @@ func WithLeaderCallback(fn func(ctx context.Context, term taskapi.Term)) Option 
 	return func(s *settings) { s.onLead = fn }
 }
 
+// ErrTermLost is the cause with which a batch polled under a term of
+// leadership is given up when the term is lost (a renewal failed or came
+// too late, or the owner fenced itself): its context ends, its tasks go back
+// to Ready, and a later settlement is refused, so that nothing of the term
+// runs on while another process leads.
+var ErrTermLost = errors.New("taskproc: the term of leadership the batch was polled under was lost")
+
 // leadership is a Manager's part in the election of its topic's leader.
 type leadership[Tx any] struct {
-	m      *Manager[Tx]
-	leader taskapi.Leader[Tx]
-	ttl    time.Duration
+	m   *Manager[Tx]
+	ttl time.Duration
 
 	mu     sync.Mutex
 	term   taskapi.Term
+	lost   int64              // the number of the last term lost: never led again
 	cancel context.CancelFunc // ends the term's context
 	timer  *time.Timer        // ends the term at its local deadline
 }
 
 // startLeadership holds the Manager's polls until it leads, and runs the
-// election until the run stops polling; the returned channel is closed when
-// it has conceded.
+// election until the run's batches are settled; the returned channel is
+// closed when it has conceded.
 func (m *Manager[Tx]) startLeadership(r *run) (<-chan struct{}, error) {
-	leader, ok := any(m.repository()).(taskapi.Leader[Tx])
-	if !ok {
+	if _, ok := any(m.repository()).(taskapi.Leader[Tx]); !ok {
 		return nil, fmt.Errorf("taskproc: leadership of %q: the repository issues no terms: %w", m.topic, taskapi.ErrInvalidArgument)
 	}
 	m.hold(holdLeader, true)
-	l := &leadership[Tx]{m: m, leader: leader, ttl: m.s.leadership}
+	l := &leadership[Tx]{m: m, ttl: m.s.leadership}
+	m.lead.Store(l)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -67,15 +74,43 @@ func (m *Manager[Tx]) Leading() bool {
 	return m.s.leadership > 0 && m.holds.Load()&int32(holdLeader) == 0
 }
 
-// run takes part in the election every third of the term until the loop's
-// context ends, then concedes.
+// term returns the term the Manager polls under: the zero Term and true
+// without leadership, false when it leads no term.
+func (m *Manager[Tx]) term() (taskapi.Term, bool) {
+	if m.s.leadership == 0 {
+		return taskapi.Term{}, true
+	}
+	l := m.lead.Load()
+	if l == nil {
+		return taskapi.Term{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.term, l.cancel != nil
+}
+
+// loseTerm gives up the term the Manager leads, if any, for cause.
+func (m *Manager[Tx]) loseTerm(cause error) {
+	if l := m.lead.Load(); l != nil {
+		l.lose(cause, false)
+	}
+}
+
+// run takes part in the election every third of the term until the run's
+// batches are settled, then concedes. The rounds do not end with the run's
+// context: a stopping Manager keeps its term while its batches finish.
 func (l *leadership[Tx]) run(r *run) {
 	ticker := time.NewTicker(l.ttl / 3)
 	defer ticker.Stop()
+	ctx := context.WithoutCancel(r.ctx)
 	for {
-		l.round(r.ctx)
 		select {
 		case <-r.loopCtx.Done():
+		default:
+			l.round(ctx) // a stopping Manager renews only
+		}
+		select {
+		case <-r.unelect:
 			l.lose(nil, true)
 			return
 		case <-ticker.C:
@@ -88,27 +123,43 @@ func (l *leadership[Tx]) round(ctx context.Context) {
 	l.mu.Lock()
 	term, leading := l.term, l.cancel != nil
 	l.mu.Unlock()
+	if !leading && l.m.fenced() {
+		return // a fenced owner may have been replaced: it leads nothing
+	}
+	leader, ok := any(l.m.repository()).(taskapi.Leader[Tx])
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.ttl/3)
 	defer cancel()
 	start := time.Now()
-	var (
-		next taskapi.Term
-		ok   bool
-	)
+	var next taskapi.Term
 	err := l.m.transact(ctx, func(tx Tx) (err error) {
 		if leading {
-			next, ok, err = l.leader.Renew(ctx, tx, term, l.ttl)
+			next, ok, err = leader.Renew(ctx, tx, term, l.ttl)
 		} else {
-			next, ok, err = l.leader.Lead(ctx, tx, l.m.topic, l.ttl)
+			next, ok, err = leader.Lead(ctx, tx, l.m.topic, l.ttl)
 		}
 		return err
 	})
 	switch {
 	case leading && (err != nil || !ok):
 		l.lose(errors.Join(errors.New("taskproc: the renewal of the term failed"), err), err == nil)
+	case ok && !leading && next.Number == l.lostNumber():
+		// The term this Manager lost is still its own in the database (its
+		// concession failed): end it rather than lead it again, so that a
+		// lost term never comes back.
+		l.concede(leader, next)
 	case ok:
 		l.hold(next, start.Add(next.Left-l.ttl/5))
 	}
+}
+
+// lostNumber returns the number of the last term lost.
+func (l *leadership[Tx]) lostNumber() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
 }
 
 // hold makes term this Manager's, until deadline (local clock) unless a
@@ -137,12 +188,16 @@ func (l *leadership[Tx]) hold(term taskapi.Term, deadline time.Time) {
 }
 
 // lose gives up leading: the loop stops claiming, the term's context ends,
-// and, when concede is set, the term is ended in the database so that
-// another process may lead at once.
+// the batches polled under the term are given up (their tasks go back to
+// Ready), and, when concede is set, the term is ended in the database so
+// that another process may lead at once.
 func (l *leadership[Tx]) lose(cause error, concede bool) {
 	l.mu.Lock()
 	cancel, timer, term := l.cancel, l.timer, l.term
 	l.cancel, l.timer = nil, nil
+	if cancel != nil {
+		l.lost = term.Number
+	}
 	l.mu.Unlock()
 	if cancel == nil {
 		return
@@ -150,10 +205,22 @@ func (l *leadership[Tx]) lose(cause error, concede bool) {
 	timer.Stop()
 	l.m.hold(holdLeader, true)
 	cancel()
-	if concede {
-		ctx, stop := context.WithTimeout(context.Background(), l.ttl/3)
-		defer stop()
-		_ = l.m.transact(ctx, func(tx Tx) error { return l.leader.Concede(ctx, tx, term) })
+	for _, b := range l.m.inFlight() {
+		if b.term == term.Number {
+			b.revoke(ErrTermLost)
+		}
+	}
+	if leader, ok := any(l.m.repository()).(taskapi.Leader[Tx]); ok && concede {
+		l.concede(leader, term)
 	}
 	l.m.s.notify(Event{Kind: EventConceded, Topic: l.m.topic, Term: term, Err: cause})
+}
+
+// concede ends term in the database.
+func (l *leadership[Tx]) concede(leader taskapi.Leader[Tx], term taskapi.Term) {
+	ctx, stop := context.WithTimeout(context.Background(), l.ttl/3)
+	defer stop()
+	if err := l.m.transact(ctx, func(tx Tx) error { return leader.Concede(ctx, tx, term) }); err != nil {
+		l.m.s.logger.Warn("taskproc: concede a term", "topic", l.m.topic, "term", term.Number, "err", err)
+	}
 }

@@ -20,10 +20,14 @@ const (
 	// EventCompleted: the batch was completed with Decisions.
 	EventCompleted
 	// EventFailed: the batch was failed with Err; Tasks are those whose
-	// Failure was written (none when even that failed, see Err).
+	// Failure was written. With no Tasks, Err says that the batch was
+	// given up and its settlement could not be written: its tasks are
+	// given back as Ready once the database answers again.
 	EventFailed
-	// EventReleased: the tasks of the batch went back to Ready unprocessed
-	// (a stop interrupted them, or the handler released them).
+	// EventReleased: the tasks of the batch (Tasks) went back to Ready
+	// unprocessed: the handler released them, or the runtime gave the batch
+	// up (Err says why: a stop that ran out of time, a lost term, a topic
+	// that stopped claiming while it was polled).
 	EventReleased
 	// EventEmpty: a poll found nothing.
 	EventEmpty
@@ -66,6 +70,20 @@ const (
 	// EventScheduleFailed: a Schedule's push failed with Err; it tries
 	// again soon.
 	EventScheduleFailed
+	// EventSettleRetried: writing the settlement of a batch (Tasks, those
+	// still held) failed with Err, a failure of the database; what it
+	// wrote is read back, and it is tried again after Duration.
+	EventSettleRetried
+	// EventLost: another owner took every task of the batch before its
+	// settlement was written (they were expired, say); nothing was
+	// written, and the settlement returned an error that says so.
+	EventLost
+	// EventRescued: the keeper revived expired tasks of the topic (Tasks),
+	// whose owner stopped sending heartbeats while they ran.
+	EventRescued
+	// EventPoisoned: the keeper ended expired tasks of the topic (Tasks)
+	// with Failure instead of rescuing them once more (WithRescues).
+	EventPoisoned
 )
 
 var eventNames = map[EventKind]string{
@@ -77,6 +95,8 @@ var eventNames = map[EventKind]string{
 	EventActivated: "topic activation changed", EventLeading: "leading", EventConceded: "conceded",
 	EventNotifierLost: "notifier lost", EventReconcileFailed: "reconciliation failed",
 	EventScheduled: "periods pushed", EventScheduleFailed: "schedule failed",
+	EventSettleRetried: "settlement retried", EventLost: "batch lost",
+	EventRescued: "tasks rescued", EventPoisoned: "poison tasks failed",
 }
 
 // String returns the name of k.
@@ -138,11 +158,11 @@ func (s settings) log(e Event) {
 	level := slog.LevelDebug
 	switch e.Kind {
 	case EventFailed, EventPollFailed, EventHeartbeatFailed, EventMaintenanceFailed, EventAbandoned,
-		EventNotifierLost, EventReconcileFailed, EventScheduleFailed:
+		EventNotifierLost, EventReconcileFailed, EventScheduleFailed, EventSettleRetried, EventLost, EventPoisoned:
 		level = slog.LevelWarn
 	case EventFatal, EventFenced:
 		level = slog.LevelError
-	case EventReleased, EventRecovered, EventActivated, EventLeading, EventConceded:
+	case EventReleased, EventRecovered, EventActivated, EventLeading, EventConceded, EventRescued:
 		level = slog.LevelInfo
 	}
 	if !s.logger.Enabled(context.Background(), level) {

@@ -28,7 +28,7 @@ func (m *Manager[Tx]) loop(r *run, wake chan struct{}) {
 	}()
 	var backoff time.Duration
 	for r.loopCtx.Err() == nil {
-		if m.holds.Load() != 0 {
+		if m.held() {
 			m.wait(r, wake, 0)
 			continue
 		}
@@ -45,8 +45,24 @@ func (m *Manager[Tx]) loop(r *run, wake chan struct{}) {
 	}
 }
 
+// errHeld is why a batch is given back unrun when the loop that polled it
+// was held (a pause, a drain, SetClaiming(false)) while it polled.
+var errHeld = errors.New("taskproc: the topic stopped claiming while the batch was polled")
+
+// held reports whether the loop may claim nothing now: something holds it
+// (see hold), or the owner's heartbeat is older than the expiry, so that
+// another process may be expiring its tasks (the keeper fences it then).
+func (m *Manager[Tx]) held() bool {
+	return m.holds.Load() != 0 || (m.s.alive != nil && !m.s.alive())
+}
+
 // once acquires a slot, polls a batch and hands it over. Stopping is no
-// error: the loop's condition sees it.
+// error: the loop's condition sees it. Whether the loop may claim is
+// checked again once the slot is held, and once more when the poll
+// returned: a batch polled while the topic stopped claiming (paused,
+// drained, its term lost, its owner fenced) is given back unrun. claiming
+// counts the loops in between, so that Drained never reports a loop that
+// may still claim.
 func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 	slot, err := m.s.limiter.Acquire(r.loopCtx, m.topic)
 	switch {
@@ -60,13 +76,19 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 	case err != nil:
 		return fmt.Errorf("limiter: %w", err)
 	}
-	m.giveBack(r.ctx)
-	m.reclaim(r.ctx, r)
+	m.tidy(r.ctx)
+	m.claiming.Add(1)
+	defer m.claiming.Add(-1) // once the batch is registered in r.batches
+	term, ok := m.term()
+	if m.held() || !ok {
+		slot()
+		return nil
+	}
 	m.polling.RLock()
-	tasks, err := m.poll(r.ctx)
+	tasks, err := m.poll(r.ctx, term)
 	var b *Batch
 	if len(tasks) > 0 {
-		b = m.newBatch(r, tasks, slot)
+		b = m.newBatch(r, tasks, slot, term)
 	}
 	m.polling.RUnlock()
 	if err != nil {
@@ -77,7 +99,27 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 		}
 		return err
 	}
+	if b != nil {
+		if cause := m.stillClaiming(term); cause != nil {
+			b.revoke(cause)
+			return nil
+		}
+	}
 	m.handOver(r, wake, b, slot)
+	return nil
+}
+
+// stillClaiming returns why a batch polled under term may not run, nil
+// when it may.
+func (m *Manager[Tx]) stillClaiming(term taskapi.Term) error {
+	switch now, ok := m.term(); {
+	case m.fenced() || (m.s.alive != nil && !m.s.alive()):
+		return ErrFenced
+	case !ok || now.Number != term.Number:
+		return ErrTermLost
+	case m.holds.Load() != 0:
+		return errHeld
+	}
 	return nil
 }
 
@@ -87,7 +129,7 @@ func (m *Manager[Tx]) handOver(r *run, wake chan struct{}, b *Batch, slot func()
 	if b == nil {
 		slot()
 		m.s.notify(Event{Kind: EventEmpty, Topic: m.topic})
-		m.wait(r, wake, m.due.wait(time.Now(), m.s.pause))
+		m.wait(r, wake, m.due.wait(m.dbNow(), m.s.pause))
 		return
 	}
 	m.dispatch(r, b)
@@ -113,7 +155,12 @@ func (m *Manager[Tx]) wait(r *run, wake chan struct{}, d time.Duration) {
 
 // poll polls a batch in a transaction of its own, which first reads when
 // the next deferred task is due, if that may have changed (see dueWatch).
-func (m *Manager[Tx]) poll(ctx context.Context) ([]taskapi.Task, error) {
+// Under leadership the poll claims only while term is current.
+func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Task, error) {
+	opts := []taskapi.PollOption{m.s.order, m.s.condition}
+	if term.Number > 0 {
+		opts = append(opts, term)
+	}
 	repo := m.repository()
 	var tasks []taskapi.Task
 	var next time.Time
@@ -125,8 +172,11 @@ func (m *Manager[Tx]) poll(ctx context.Context) ([]taskapi.Task, error) {
 			if next, err = repo.NextDue(ctx, tx, m.topic); err != nil {
 				return err
 			}
+			if err = measureClock(ctx, tx, repo, m.clock); err != nil { // to wait for next on the database's clock
+				return err
+			}
 		}
-		tasks, err = repo.Poll(ctx, tx, m.topic, m.s.size, m.s.order, m.s.condition)
+		tasks, err = repo.Poll(ctx, tx, m.topic, m.s.size, opts...)
 		return err
 	})
 	if err != nil {
@@ -139,10 +189,13 @@ func (m *Manager[Tx]) poll(ctx context.Context) ([]taskapi.Task, error) {
 	return tasks, nil
 }
 
-// newBatch makes a batch of tasks that holds slot until it is settled.
-func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func()) *Batch {
-	ctx, cancel := context.WithCancelCause(r.ctx)
-	b := &Batch{topic: m.topic, tasks: tasks, polled: time.Now(), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+// newBatch makes a batch of tasks polled under term that holds slot until
+// it is settled.
+func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func(), term taskapi.Term) *Batch {
+	writes, stopWrites := context.WithCancelCause(context.WithoutCancel(r.ctx))
+	ctx, cancel := context.WithCancelCause(writes)
+	b := &Batch{topic: m.topic, tasks: tasks, polled: time.Now(), ctx: ctx, cancel: cancel,
+		writes: writes, stopWrites: stopWrites, term: term.Number, done: make(chan struct{})}
 	repo := m.repository()
 	b.settler, b.repo = &batchSettler[Tx]{m: m, r: r, repo: repo, slot: slot}, repo
 	m.update(func() { r.batches[b] = struct{}{} })
@@ -152,15 +205,10 @@ func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func()) *Batch
 }
 
 // dispatch hands b to the handler on the loop's goroutine, unless Stop
-// began meanwhile (then b goes back at once) or the owner fenced itself
-// (then b is given up).
+// began meanwhile (then b goes back at once).
 func (m *Manager[Tx]) dispatch(r *run, b *Batch) {
-	switch {
-	case m.fenced(): // polled as an owner that fenced itself meanwhile
-		_ = b.settle(func() error { return b.settler.abandon(b, ErrFenced) })
-		return
-	case r.loopCtx.Err() != nil:
-		_ = b.Release()
+	if r.loopCtx.Err() != nil {
+		b.revoke(errStopped)
 		return
 	}
 	m.s.notify(Event{Kind: EventDispatched, Topic: m.topic, Tasks: b.tasks})

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"testing"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
@@ -19,6 +20,7 @@ import (
 // test stops what it started, and a runtime that left a goroutine behind
 // shows here.
 func TestMain(m *testing.M) {
+	_ = mysql.SetLogger(&mysql.NopLogger{}) // the cut tests break connections on purpose
 	goleak.VerifyTestMain(m)
 }
 

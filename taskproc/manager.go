@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -43,9 +45,15 @@ type Manager[Tx any] struct {
 	activation atomic.Int32 // the topic's taskapi.Activation
 	stats      counters
 	due        *dueWatch
+	clock      *clockOffset                   // the Client's, or the Manager's own
+	lead       atomic.Pointer[leadership[Tx]] // the election, with WithLeadership
 	schedules  []schedule
-	unsure     atomic.Bool  // a poll failed and may have claimed tasks all the same (see reclaim)
-	polling    sync.RWMutex // read by polls until their batch is registered, written by reclaim
+	unsure     atomic.Bool  // a poll failed and may have claimed tasks all the same (see tidy)
+	claiming   atomic.Int32 // loops between their last check of the holds and the registration of their batch
+	// polling is read by polls until their batch is registered, and written
+	// by tidy and by the settlements that may make tasks Ready again (see
+	// settle.go).
+	polling sync.RWMutex
 
 	mu        sync.Mutex
 	run       *run // the current run; nil while stopped
@@ -69,6 +77,10 @@ type run struct {
 	hurryUp context.CancelFunc
 	wakes   []chan struct{} // one per loop, each holding one wake-up
 	elected <-chan struct{} // closed when the leadership has conceded; nil without one
+	// unelect is closed once the run's batches are settled: the leadership
+	// concedes then, not before, so that no other process leads while a
+	// batch of this one's term still runs.
+	unelect chan struct{}
 	// Under the Manager's mu:
 	loops       int // loop goroutines that have not returned
 	schedules   int // schedule goroutines that have not returned
@@ -85,8 +97,17 @@ type run struct {
 func NewManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string, handler Handler, opts ...Option) (*Manager[Tx], error) {
 	s, err := apply(opts)
 	if err == nil {
-		err = check.Topic(topic)
+		err = s.refuseClientOnly("a Manager alone, which has no keeper")
 	}
+	if err != nil {
+		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
+	}
+	return newManager(repo, transact, topic, handler, s)
+}
+
+// newManager returns a Manager with the settings s.
+func newManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string, handler Handler, s settings) (*Manager[Tx], error) {
+	err := check.Topic(topic)
 	if err == nil && (repo == nil || transact == nil || handler == nil) {
 		err = fmt.Errorf("a repository, a transaction function and a handler are required: %w", taskapi.ErrInvalidArgument)
 	}
@@ -98,7 +119,10 @@ func NewManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string
 		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
 	}
 	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, s: s, changed: make(chan struct{}),
-		due: newDueWatch(s), schedules: schedules}
+		due: newDueWatch(s), schedules: schedules, clock: s.clock}
+	if m.clock == nil {
+		m.clock = &clockOffset{}
+	}
 	m.repo.Store(&repoBox[Tx]{repo})
 	return m, nil
 }
@@ -127,12 +151,17 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 	if m.run != nil {
 		return fmt.Errorf("taskproc: start the manager of %q: %w", m.topic, ErrRunning)
 	}
+	if !m.s.managed { // a Client checks its topics itself, all at once
+		if err := registered(ctx, m.transact, m.repository(), []string{m.topic}); err != nil {
+			return fmt.Errorf("taskproc: start the manager of %q: %w", m.topic, err)
+		}
+	}
 	if st, ok := m.handler.(Starter); ok {
 		if err := st.Start(ctx); err != nil {
 			return fmt.Errorf("taskproc: start the handler of %q: %w", m.topic, err)
 		}
 	}
-	r := &run{batches: map[*Batch]struct{}{}, stopped: make(chan struct{}), loops: m.s.pollers}
+	r := &run{batches: map[*Batch]struct{}{}, stopped: make(chan struct{}), loops: m.s.pollers, unelect: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.loopCtx, r.loopCancel = context.WithCancel(r.ctx)
 	r.hurry, r.hurryUp = context.WithCancel(context.Background())
@@ -230,8 +259,9 @@ func (m *Manager[Tx]) shutdown(r *run) {
 	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && r.schedules == 0 && len(r.batches) == 0 }) != nil {
 		m.interrupt(r)
 	}
+	close(r.unelect)
 	if r.elected != nil {
-		<-r.elected // conceded, once polling stopped
+		<-r.elected // conceded, once every batch of its term was settled
 	}
 	r.cancel()
 	r.hurryUp()
@@ -251,34 +281,57 @@ func join(errs []error) error {
 	return errors.Join(errs...)
 }
 
-// interrupt cancels the batches in flight, waits the grace, releases what
-// is still unsettled and waits for the settlements in progress and the loop.
+// interrupt cancels the batches in flight, waits the grace, and gives up
+// what is still unsettled: its tasks go back to Ready. A settlement being
+// written when the grace ends reads back whether it went through and
+// otherwise gives its tasks back, within one more grace; after that, the
+// tasks of a settlement stuck in a caller's completion function that
+// ignores its context are given back behind its back (whatever it writes
+// later then finds them taken). Then it waits, briefly, for the loops.
 func (m *Manager[Tx]) interrupt(r *run) {
 	m.update(func() { r.interrupted = true })
-	for _, b := range m.inFlight(r) {
+	for _, b := range m.inFlightOf(r) {
 		b.cancel(errStopped)
 	}
-	grace, cancel := context.WithTimeout(context.Background(), m.s.grace)
-	_ = m.waitFor(grace, func() bool { return len(r.batches) == 0 })
-	cancel()
-	for _, b := range m.inFlight(r) {
-		if err := b.settle(func() error { return b.settler.release(b) }); err != nil && !errors.Is(err, ErrSettled) {
-			m.s.logger.Warn("taskproc: release at stop", "topic", m.topic, "err", err)
+	m.waitGrace(func() bool { return len(r.batches) == 0 })
+	for _, b := range m.inFlightOf(r) {
+		b.revoke(errStopped)
+	}
+	m.waitGrace(func() bool { return len(r.batches) == 0 })
+	if stuck := m.inFlightOf(r); len(stuck) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), m.cleanupTime())
+		for _, b := range stuck {
+			m.releaseAbandoned(ctx, b.tasks)
 		}
+		cancel()
 	}
 	r.cancel()
-	// Settlements in progress end soon: their contexts are cancelled, and
-	// what they do then is bounded by cleanupTimeout.
-	last, cancel := context.WithTimeout(context.Background(), 2*cleanupTimeout)
-	defer cancel()
-	_ = m.waitFor(last, func() bool { return len(r.batches) == 0 && r.loops == r.inHandler && r.schedules == 0 })
+	m.waitGrace(func() bool { return r.loops == r.inHandler && r.schedules == 0 })
 }
 
-// inFlight returns the unsettled batches of r.
-func (m *Manager[Tx]) inFlight(r *run) []*Batch {
+// waitGrace waits until cond holds, at most the grace.
+func (m *Manager[Tx]) waitGrace(cond func() bool) {
+	grace, cancel := context.WithTimeout(context.Background(), m.s.grace)
+	defer cancel()
+	_ = m.waitFor(grace, cond)
+}
+
+// inFlightOf returns the unsettled batches of r.
+func (m *Manager[Tx]) inFlightOf(r *run) []*Batch {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Collect(maps.Keys(r.batches))
+}
+
+// inFlight returns the unsettled batches of the current run.
+func (m *Manager[Tx]) inFlight() []*Batch {
+	m.mu.Lock()
+	r := m.run
+	m.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	return m.inFlightOf(r)
 }
 
 // waitFor waits until cond, checked under mu after every change of the
@@ -317,4 +370,29 @@ func (m *Manager[Tx]) resume(topics []string) {
 	if len(topics) > 0 && m.s.resume != nil {
 		m.s.resume(topics...)
 	}
+}
+
+// registered returns an ErrUnknownTopic error that names the topics that
+// are not registered, nil when all are: a loop of a topic that was never
+// initialized would wait for ever, finding nothing.
+func registered[Tx any](ctx context.Context, transact Transact[Tx], repo Repository[Tx], topics []string) error {
+	var known []string
+	err := transact(ctx, func(tx Tx) (err error) {
+		known, err = repo.Topics(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("read the topics: %w", err)
+	}
+	var missing []string
+	for _, topic := range topics {
+		if _, found := slices.BinarySearch(known, topic); !found {
+			missing = append(missing, strconv.Quote(check.Short(topic)))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("topics %s are not registered (Repository.Initialize them first): %w", strings.Join(missing, ", "), taskapi.ErrUnknownTopic)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -35,8 +36,14 @@ type settings struct {
 	leadership time.Duration
 	onLead     func(ctx context.Context, term taskapi.Term)
 	resume     func(topics ...string) // wakes local managers after follow-up pushes
+	alive      func() bool            // whether the Client's heartbeat is recent enough to claim; nil for a Manager alone
+	clientOnly []string               // the names of the options given that only a Client takes
+	managed    bool                   // the Manager is a Client's
+	rescues    int                    // how often a task is rescued at most (WithRescues)
+	rescuesSet bool
 	retry      RetryPolicy
-	now        func() time.Time
+	now        func() time.Time // WithClock's; nil for the database's clock as estimated
+	clock      *clockOffset     // the Client's measure of the database's clock; nil for a Manager alone
 	schedules  []Schedule
 }
 
@@ -57,7 +64,7 @@ func defaults() settings {
 		size: DefaultSize, pause: DefaultPause, limiter: Unlimited(),
 		grace: DefaultGrace, heartbeat: DefaultHeartbeat, pollers: 1,
 		expiry: DefaultExpiry, purge: DefaultPurge, reconcile: DefaultReconcile, window: DefaultWakeGap,
-		retry: DefaultRetryPolicy(), now: time.Now,
+		retry: DefaultRetryPolicy(),
 	}
 }
 
@@ -95,24 +102,30 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l
 // itself when it could not confirm its own heartbeat for longer (see
 // Client). Zero turns expiry and fencing off. Choose several heartbeat
 // intervals plus the longest pause a live process may take.
-func WithExpiry(d time.Duration) Option { return func(s *settings) { s.expiry = d } }
+func WithExpiry(d time.Duration) Option {
+	return clientOnly("WithExpiry", func(s *settings) { s.expiry = d })
+}
 
 // WithRevival makes the keeper revive the expired tasks of the Client's
 // topics whenever it expires (ReviveReset: Ready again, in their place), so
 // that the work of crashed processes resumes by itself.
-func WithRevival() Option { return func(s *settings) { s.revival = true } }
+func WithRevival() Option {
+	return clientOnly("WithRevival", func(s *settings) { s.revival = true })
+}
 
 // WithOwnerPurge sets after how long of silence the keeper deletes owners
 // that hold no Active task (DefaultPurge), once an hour (or once per that
 // duration, when it is shorter); zero never does.
-func WithOwnerPurge(d time.Duration) Option { return func(s *settings) { s.purge = d } }
+func WithOwnerPurge(d time.Duration) Option {
+	return clientOnly("WithOwnerPurge", func(s *settings) { s.purge = d })
+}
 
 // WithSuccessor gives a Client the identity it continues under after it
 // fenced itself: successor gets the fenced owner's name and returns a
 // repository of a new owner (NextOwner names one). Without it, a Client
 // that recovers releases the tasks it gave up and goes on as the same owner.
 func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], error)) Option {
-	return func(s *settings) { s.successor = successor }
+	return clientOnly("WithSuccessor", func(s *settings) { s.successor = successor })
 }
 
 // WithNotifier gives a Client a Notifier (taskpg.NewNotifier on
@@ -120,16 +133,22 @@ func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], erro
 // and an activation changed anywhere applies at once. The first
 // notification of a topic wakes it at once; the ones that follow within
 // WithWakeGap coalesce into one wake-up at its end.
-func WithNotifier(n Notifier) Option { return func(s *settings) { s.notifier = n } }
+func WithNotifier(n Notifier) Option {
+	return clientOnly("WithNotifier", func(s *settings) { s.notifier = n })
+}
 
 // WithWakeGap sets the window within which notifications of one topic
 // coalesce (DefaultWakeGap).
-func WithWakeGap(d time.Duration) Option { return func(s *settings) { s.window = d } }
+func WithWakeGap(d time.Duration) Option {
+	return clientOnly("WithWakeGap", func(s *settings) { s.window = d })
+}
 
 // WithReconcile sets how often a Client reads the topics' activations from
 // the database (DefaultReconcile): the bound on how long a change takes to
 // reach a process that was not notified.
-func WithReconcile(d time.Duration) Option { return func(s *settings) { s.reconcile = d } }
+func WithReconcile(d time.Duration) Option {
+	return clientOnly("WithReconcile", func(s *settings) { s.reconcile = d })
+}
 
 // WithPollers sets how many poll loops a Manager runs (one by default). Each
 // acquires its own limiter slot and polls, so that up to n polls of the
@@ -145,13 +164,31 @@ func WithPollers(n int) Option { return func(s *settings) { s.pollers = n } }
 func WithGrace(d time.Duration) Option { return func(s *settings) { s.grace = d } }
 
 // WithHeartbeat sets how often a Client sends its owner's heartbeat
-// (DefaultHeartbeat); zero sends none. Managers ignore it.
-func WithHeartbeat(d time.Duration) Option { return func(s *settings) { s.heartbeat = d } }
+// (DefaultHeartbeat). Zero sends none, and then needs WithExpiry(0) as
+// well: without heartbeats the keeper can neither keep the owner alive in
+// the eyes of other processes nor fence it. An option of the Client only.
+func WithHeartbeat(d time.Duration) Option {
+	return clientOnly("WithHeartbeat", func(s *settings) { s.heartbeat = d })
+}
 
-// withResume sets what wakes the local managers of topics to which a
-// completion pushed follow-up tasks.
-func withResume(resume func(topics ...string)) Option {
-	return func(s *settings) { s.resume = resume }
+// clientOnly marks set as an option of the Client only, named name: the
+// keeper, the Notifier and the reconciliation are the Client's, one per
+// process, and a topic cannot have its own.
+func clientOnly(name string, set func(*settings)) Option {
+	return func(s *settings) {
+		set(s)
+		s.clientOnly = append(s.clientOnly, name)
+	}
+}
+
+// refuseClientOnly returns an error that names the options of s that only
+// a Client takes, nil when there are none.
+func (s settings) refuseClientOnly(where string) error {
+	if len(s.clientOnly) == 0 {
+		return nil
+	}
+	return fmt.Errorf("taskproc: %s is an option of the Client, one per process (give it to taskproc.New), not of %s: %w",
+		strings.Join(s.clientOnly, ", "), where, taskapi.ErrInvalidArgument)
 }
 
 // apply applies opts to the defaults and checks the result.
@@ -165,6 +202,9 @@ func apply(opts []Option) (settings, error) {
 	}
 	if s.limiter == nil {
 		s.limiter = Unlimited()
+	}
+	if !s.rescuesSet {
+		s.rescues = s.retry.MaxAttempts
 	}
 	return s, s.check()
 }
@@ -181,10 +221,12 @@ func (s settings) check() error {
 		return fmt.Errorf("taskproc: leadership term %v: %w", s.leadership, taskapi.ErrInvalidArgument)
 	case s.reconcile <= 0 || s.window < 0:
 		return fmt.Errorf("taskproc: reconcile %v, wake gap %v: %w", s.reconcile, s.window, taskapi.ErrInvalidArgument)
+	case s.rescues < 0:
+		return fmt.Errorf("taskproc: rescues %d is negative: %w", s.rescues, taskapi.ErrInvalidArgument)
 	case s.grace < 0 || s.heartbeat < 0 || s.expiry < 0 || s.purge < 0:
 		return fmt.Errorf("taskproc: negative grace, heartbeat, expiry or purge: %w", taskapi.ErrInvalidArgument)
 	case s.expiry > 0 && s.heartbeat == 0:
-		return fmt.Errorf("taskproc: an expiry needs heartbeats: %w", taskapi.ErrInvalidArgument)
+		return fmt.Errorf("taskproc: WithHeartbeat(0) sends no heartbeat, but the expiry (%v) needs them, to keep the owner alive and to fence it: give WithExpiry(0) too, which turns expiry and fencing off: %w", s.expiry, taskapi.ErrInvalidArgument)
 	case !s.order.Valid() || !s.condition.Valid():
 		return fmt.Errorf("taskproc: order %v, condition %v: %w", s.order, s.condition, taskapi.ErrInvalidArgument)
 	}

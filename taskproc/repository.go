@@ -21,12 +21,16 @@ type Repository[Tx any] interface {
 	// Heartbeat refreshes the owner's heartbeat; a Client does it every
 	// heartbeat interval (WithHeartbeat).
 	Heartbeat(ctx context.Context, tx Tx) error
-	// Expire, Revive and PurgeOwners serve the keeper.
+	// Expire, PurgeOwners and Reassign serve the keeper (Reassign ends a
+	// task rescued too often).
 	Expire(ctx context.Context, tx Tx, after time.Duration) (int64, error)
-	taskapi.Reviver[Tx]
 	PurgeOwners(ctx context.Context, tx Tx, after time.Duration) (int64, error)
+	Reassign(ctx context.Context, tx Tx, topic string, assignments ...taskapi.Assignment) error
+	// Topics serves Start, which refuses a topic that is not registered.
+	Topics(ctx context.Context, tx Tx) ([]string, error)
 	// Lookup, ReviveTasks and Defer serve retries and snoozes (see
-	// RetryPolicy), NextDue the wake-up for deferred tasks.
+	// RetryPolicy) and the keeper's rescues, NextDue the wake-up for
+	// deferred tasks.
 	Lookup(ctx context.Context, tx Tx, topic string, sequence int64) (taskapi.Info, bool, error)
 	ReviveTasks(ctx context.Context, tx Tx, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error)
 	Defer(ctx context.Context, tx Tx, topic string, until time.Time, tasks ...taskapi.Task) error

@@ -20,18 +20,27 @@ const (
 	retryBackoff = 5 * time.Millisecond
 )
 
-// backoff is the jittered, doubling wait between attempts.
-type backoff struct{ bound time.Duration }
+// backoff is the jittered, doubling wait between attempts, capped when
+// limit is set.
+type backoff struct{ bound, limit time.Duration }
 
 func newBackoff() backoff { return backoff{bound: retryBackoff} }
 
-// wait sleeps a random time below the bound, doubles the bound, and returns
-// ctx's error if ctx ends first.
-func (b *backoff) wait(ctx context.Context) error {
+// backoff returns the Manager's backoff between the attempts of a
+// settlement: from retryBackoff, doubling, up to the pause.
+func (m *Manager[Tx]) backoff() *backoff { return &backoff{bound: retryBackoff, limit: m.s.pause} }
+
+// next returns a random wait below the bound, and doubles the bound.
+func (b *backoff) next() time.Duration {
 	d := rand.N(b.bound)
-	b.bound *= 2
-	return sleep(ctx, d)
+	if b.bound *= 2; b.limit > 0 && b.bound > b.limit {
+		b.bound = b.limit
+	}
+	return d
 }
+
+// wait sleeps next() and returns ctx's error if ctx ends first.
+func (b *backoff) wait(ctx context.Context) error { return sleep(ctx, b.next()) }
 
 // retryConflicts runs fn again while it fails with taskapi.ErrConflict,
 // maxAttempts times at most, and returns its last error.

@@ -17,31 +17,27 @@ type schedule struct {
 	periods periods
 }
 
-// runSchedule pushes the periods of s until r's loops stop.
+// runSchedule pushes the periods of s until r's loops stop: the periods
+// due now, then again when the next period begins on the runtime's clock
+// (see waitUntil), or scheduleRetry after a failed push.
 func (m *Manager[Tx]) runSchedule(r *run, s schedule) {
 	defer m.update(func() { r.schedules-- })
 	for r.loopCtx.Err() == nil {
-		wait := scheduleRetry
-		if err := m.pushPeriods(r.loopCtx, s); err == nil {
-			wait = m.untilNext(s)
-		} else if r.loopCtx.Err() == nil {
+		err := m.pushPeriods(r.loopCtx, s)
+		next, nerr := s.periods.next(m.now())
+		switch {
+		case err != nil && r.loopCtx.Err() == nil:
 			m.s.notify(Event{Kind: EventScheduleFailed, Topic: m.topic, Err: err})
+			err = sleep(r.loopCtx, scheduleRetry)
+		case nerr != nil: // no period to come
+			err = sleep(r.loopCtx, scheduleRetry)
+		default:
+			err = m.waitUntil(r.loopCtx, next)
 		}
-		if sleep(r.loopCtx, wait) != nil {
+		if err != nil {
 			return
 		}
 	}
-}
-
-// untilNext returns how long until the next period of s begins, or
-// scheduleRetry when no period is to come.
-func (m *Manager[Tx]) untilNext(s schedule) time.Duration {
-	now := m.s.now()
-	next, err := s.periods.next(now)
-	if err != nil {
-		return scheduleRetry
-	}
-	return max(next.Sub(now), time.Millisecond)
 }
 
 // pushPeriods pushes the tasks of the periods due now, in one transaction
@@ -57,7 +53,7 @@ func (m *Manager[Tx]) pushPeriods(ctx context.Context, s schedule) error {
 			if err != nil {
 				return err
 			}
-			list, err := duePeriods(s.periods, mark, m.s.now(), s.CatchUp)
+			list, err := duePeriods(s.periods, mark, m.now(), s.CatchUp)
 			if err != nil || len(list) == 0 {
 				return err
 			}

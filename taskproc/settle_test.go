@@ -3,8 +3,11 @@ package taskproc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskproc"
@@ -126,25 +129,54 @@ func settleCases[Tx any](cases map[string]suiteCase[Tx]) {
 		}
 	}
 
-	cases["AFailureThatCannotBeWrittenLeavesTheTasksActive"] = func(t *testing.T, e *env[Tx]) {
-		tasks := e.push("a")
-		var calls int
-		down := func(ctx context.Context, fn func(tx Tx) error) error {
-			if calls++; calls > 1 { // the poll goes through; then the database is away
-				return errors.New("database down")
+	cases["ADatabaseErrorDuringSettlementIsRetriedNeverAResult"] = func(t *testing.T, e *env[Tx]) {
+		tasks := e.push("a", "b")
+		var mu sync.Mutex
+		calls := 0
+		// Start and the poll go through; then the database is away for
+		// five transactions, failing one way or another.
+		failures := []error{
+			fmt.Errorf("connection reset: %w", taskapi.ErrUnavailable),
+			errors.New("an error the runtime does not know"),
+			fmt.Errorf("deadlock: %w", taskapi.ErrConflict),
+			fmt.Errorf("server closed the connection: %w", taskapi.ErrUnavailable),
+			errors.New("i/o timeout"),
+		}
+		flaky := func(ctx context.Context, fn func(tx Tx) error) error {
+			mu.Lock()
+			calls++
+			n := calls
+			mu.Unlock()
+			if n > 2 && n-3 < len(failures) { // Start's read of the topics and the poll go through
+				return failures[n-3]
 			}
 			return e.transact(ctx, fn)
 		}
 		events := &recorder{}
-		m, err := taskproc.NewManager[Tx](e.repo, down, topic, taskproc.Sequential(succeed), taskproc.WithListener(events))
+		settled := make(chan error, 1)
+		m, err := taskproc.NewManager[Tx](e.repo, flaky, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
+			err := b.Complete(every(b, taskapi.Success))
+			settled <- err
+			return err
+		}), taskproc.WithListener(events), taskproc.WithPause(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer stopWithin(t, m.Stop)
 		e.start(m)
-		e.eventually("the failure", func() bool { return len(events.of(taskproc.EventFailed)) > 0 })
-		if info := e.info(tasks[0]); info.State != taskapi.Active || info.Owner != "proc" {
-			t.Errorf("task is %v of %q, want ACTIVE of its owner: expiry is its way back", info.State, info.Owner)
+		if err := within(t, "the completion", settled); err != nil {
+			t.Errorf("Complete = %v, want nil once the database answered", err)
+		}
+		for _, task := range tasks {
+			if info := e.info(task); info.State != taskapi.Succeeded {
+				t.Errorf("task %d is %v with %q, want SUCCEEDED: a database error is no result", task.Sequence, info.State, info.Output)
+			}
+		}
+		if n := len(events.of(taskproc.EventSettleRetried)); n < len(failures) {
+			t.Errorf("%d settlement retries told, want at least %d", n, len(failures))
+		}
+		if n := len(events.of(taskproc.EventFailed)); n != 0 {
+			t.Errorf("%d batches failed, want none", n)
 		}
 	}
 

@@ -2,6 +2,7 @@ package taskproc
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -9,13 +10,17 @@ import (
 
 // Sequential returns a Handler that decides the tasks of each batch one after
 // the other with fn, in poll order, and completes the batch with the
-// decisions. When ctx ends it decides no more tasks and returns ctx's error.
+// decisions. When ctx ends (a Stop that ran out of time), it decides no more
+// tasks: the tasks it decided are completed, and the others, and the one
+// whose fn returned the context's error, go back to Ready, no attempt
+// counted.
 func Sequential(fn TaskFunc) Handler {
 	return HandlerFunc(func(ctx context.Context, b *Batch) error {
 		decisions := make(Decisions, len(b.tasks))
 		for _, task := range b.tasks {
-			if err := ctx.Err(); err != nil {
-				return err
+			if ctx.Err() != nil {
+				b.marked.Store(task, interrupted)
+				continue
 			}
 			decisions[task] = b.decide(ctx, fn, task)
 		}
@@ -27,7 +32,8 @@ func Sequential(fn TaskFunc) Handler {
 // up to n goroutines, and completes the batch with the decisions. Tasks with
 // the same identifier are decided one after the other in sequence order,
 // while the other identifiers go on: one slow identifier holds up no other.
-// n below one is one.
+// n below one is one. When ctx ends, it decides no more tasks, as
+// Sequential does.
 func Parallel(n int, fn TaskFunc) Handler {
 	n = max(n, 1)
 	return HandlerFunc(func(ctx context.Context, b *Batch) error {
@@ -43,7 +49,8 @@ func Parallel(n int, fn TaskFunc) Handler {
 				for group := range work {
 					for _, task := range group {
 						if ctx.Err() != nil {
-							break
+							b.marked.Store(task, interrupted)
+							continue
 						}
 						d := b.decide(ctx, fn, task)
 						mu.Lock()
@@ -58,19 +65,19 @@ func Parallel(n int, fn TaskFunc) Handler {
 		}
 		close(work)
 		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 		return b.Complete(decisions)
 	})
 }
 
 // decide decides task with fn, and marks it for a retry or a snooze when
-// fn's error asks for one.
+// fn's error asks for one, or as interrupted when fn returned the error of
+// its context, which ended.
 func (b *Batch) decide(ctx context.Context, fn TaskFunc, task taskapi.Task) taskapi.Decision {
 	d, err := decide(ctx, fn, task)
 	if a, ok := afterwardsOf(err); ok {
 		b.marked.Store(task, a)
+	} else if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		b.marked.Store(task, interrupted)
 	}
 	return decisionOf(d, err)
 }

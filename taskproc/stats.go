@@ -17,6 +17,10 @@ type Stats struct {
 	Failed    int64 // tasks failed with their batch
 	Released  int64 // tasks given back unprocessed (interrupted)
 	Abandoned int64 // tasks a fenced owner gave up without a write
+	Lost      int64 // batches whose tasks another owner took before their settlement was written
+	Retried   int64 // settlement attempts that failed for the database and were tried again
+	Rescued   int64 // expired tasks this process's keeper revived (WithRevival)
+	Poisoned  int64 // expired tasks this process's keeper ended with Failure instead (WithRescues)
 	InFlight  int   // batches polled and not settled yet
 	// Runs is the distribution of the time batches took from their poll to
 	// their settlement.
@@ -39,9 +43,9 @@ type Distribution struct {
 
 // counters are a Manager's Stats as they grow.
 type counters struct {
-	polledBatches, polledTasks, completed, failed, released, abandoned atomic.Int64
-	runs                                                               [10]atomic.Int64 // len(RunBounds) + 1
-	runSum                                                             atomic.Int64
+	polledBatches, polledTasks, completed, failed, released, abandoned, lost, retried, rescued, poisoned atomic.Int64
+	runs                                                                                                 [10]atomic.Int64 // len(RunBounds) + 1
+	runSum                                                                                               atomic.Int64
 }
 
 func (c *counters) polled(tasks int) {
@@ -60,6 +64,8 @@ func (c *counters) settled(e Event) {
 		c.released.Add(n)
 	case EventAbandoned:
 		c.abandoned.Add(n)
+	case EventLost:
+		c.lost.Add(1)
 	}
 	bucket, _ := slices.BinarySearch(RunBounds, e.Duration)
 	c.runs[bucket].Add(1)
@@ -81,7 +87,8 @@ func (m *Manager[Tx]) Stats() Stats {
 	}
 	return Stats{
 		Polled: c.polledBatches.Load(), Tasks: c.polledTasks.Load(), Completed: c.completed.Load(),
-		Failed: c.failed.Load(), Released: c.released.Load(), Abandoned: c.abandoned.Load(), InFlight: inFlight, Runs: runs,
+		Failed: c.failed.Load(), Released: c.released.Load(), Abandoned: c.abandoned.Load(), Lost: c.lost.Load(),
+		Retried: c.retried.Load(), Rescued: c.rescued.Load(), Poisoned: c.poisoned.Load(), InFlight: inFlight, Runs: runs,
 	}
 }
 

@@ -99,11 +99,17 @@ func WithRetry(p RetryPolicy) Option {
 }
 
 // afterwards is what becomes of a task whose run ends without a decision:
-// a retry (cause non-nil) or a snooze.
+// a retry (cause non-nil), a snooze, or, when the run was interrupted (its
+// context ended under it), a release.
 type afterwards struct {
-	cause error
-	after time.Duration
+	cause       error
+	after       time.Duration
+	interrupted bool
 }
+
+// interrupted marks a task whose run its context's end cut short: it goes
+// back to Ready, no attempt counted.
+var interrupted = afterwards{interrupted: true}
 
 // afterwardsOf tells whether err asks for a retry or a snooze.
 func afterwardsOf(err error) (afterwards, bool) {
