@@ -54,6 +54,11 @@ type Batch struct {
 	live []taskapi.Task
 	// marked are the tasks to retry or snooze instead of deciding them.
 	marked sync.Map // taskapi.Task → afterwards
+	// parent is the batch this one is a part of (see split); nil for a
+	// batch of a poll. parts is set once this batch is split.
+	parent    *Batch
+	parts     *parts
+	partsOnce sync.Once
 }
 
 // The states of a batch.
@@ -110,20 +115,33 @@ func (b *Batch) Tasks() []taskapi.Task { return b.tasks }
 func (b *Batch) Done() <-chan struct{} { return b.done }
 
 // Complete completes the batch with decisions, in one transaction of its
-// own. A decision for a task not in the batch fails the whole batch, naming
-// the unknown tasks; a task without a decision ends with Failure and an
-// output that says so. When the completion cannot be written, the batch is
-// failed (or, when the runtime gave up on it, released) and Complete returns
-// the reason.
+// own, and returns once they are written. A decision for a task not in the
+// batch fails the whole batch, naming the unknown tasks, and a decision the
+// database refuses (an output that is not text) fails it too; Complete
+// returns the reason. A task without a decision ends with Failure and an
+// output that says so. A failure of the database (a lost connection, a
+// conflict) is no reason: the completion is written again, with backoff,
+// once it was read back that the failed attempt did not commit, for as long
+// as this owner holds the tasks. When the runtime gives the batch up
+// meanwhile (a Stop that ran out of time, a lost term, a fenced owner), its
+// tasks go back to Ready and Complete says so. When another owner took every
+// task (they were expired, say), nothing is written, and Complete returns
+// an error that errors.Is taskapi.ErrNotActive; tasks another owner took are
+// left out of a completion of the others.
 func (b *Batch) Complete(decisions Decisions) error {
 	return b.settle(settlement{intent: toComplete, completion: func(context.Context) (Decisions, error) { return decisions, nil }})
 }
 
 // CompleteTx completes b inside one transaction: fn runs in it first, and may
 // write the caller's own data through tx, then the repository records the
-// decisions fn returned (as Complete does). When fn returns an error or
-// panics, nothing of it is committed and the batch is failed with that
-// error. Tx must be the transaction type of the runtime that polled b, else
+// decisions fn returned (as Complete does). fn runs again only when an
+// earlier transaction of it failed for the database and was read back not
+// to have committed, so that what it writes commits exactly once. When fn
+// returns an error or panics, nothing of it is committed, and the batch's
+// tasks are decided by the error as a TaskFunc's error decides a task (see
+// TaskFunc): Transient retries them, Snooze snoozes them, a ResultError gives
+// its result, any other error fails them; CompleteTx returns the error. Tx
+// must be the transaction type of the runtime that polled b, else
 // CompleteTx returns an ErrInvalidArgument and b stays unsettled.
 func CompleteTx[Tx any](b *Batch, fn func(ctx context.Context, tx Tx) (Decisions, error)) error {
 	if !b.settler.accepts(fn) {
@@ -134,8 +152,8 @@ func CompleteTx[Tx any](b *Batch, fn func(ctx context.Context, tx Tx) (Decisions
 }
 
 // Fail completes every task of the batch with Failure and cause's text as
-// output, in a transaction of its own. When even that cannot be written,
-// the tasks stay Active for their owner; expiry is their way back.
+// output, in a transaction of its own, written as Complete writes; a
+// Transient or Snooze cause retries or snoozes them instead.
 func (b *Batch) Fail(cause error) error {
 	if cause == nil {
 		cause = errors.New("failed without a reason")
@@ -221,8 +239,12 @@ func (b *Batch) refusal() error {
 func (b *Batch) revoke(cause error) {
 	b.stopWrites(cause) // first: a settlement that begins now sees it (see write)
 	b.cancel(cause)
-	if b.state.CompareAndSwap(pending, settling) {
+	b.partsOnce.Do(func() {}) // no split begins after this
+	switch {
+	case b.state.CompareAndSwap(pending, settling):
 		_ = b.settler.write(b, giveUp(cause))
+	case b.parts != nil:
+		b.revokeParts(giveUp(cause))
 	}
 }
 
@@ -235,12 +257,18 @@ func (b *Batch) revoked() error {
 }
 
 // finish marks the batch settled, how it was, and lets go of its context.
-func (b *Batch) finish(how string) {
+// It returns the batch of a poll that ended with it: b, or, for a part, its
+// parent once its last part is settled; nil when none did.
+func (b *Batch) finish(how string) *Batch {
 	b.how.Store(how)
 	b.state.Store(settled)
 	b.cancel(ErrSettled)
 	b.stopWrites(ErrSettled)
 	close(b.done)
+	if b.parent != nil {
+		return b.parent.partDone()
+	}
+	return b
 }
 
 // attemptTasks returns the tasks that the current attempt of a completion

@@ -19,10 +19,12 @@ import (
 // other owners silent for longer than the expiry (WithExpiry, on the
 // database clock), revives them if asked (WithRevival), and now and then
 // purges dead owners (WithOwnerPurge). Several processes doing so at once
-// is the normal case. When the keeper cannot confirm its own heartbeat for
-// longer than the expiry, the Client fences itself: its Managers stop
-// claiming and give up their batches without a write (their contexts end
-// with ErrFenced, and nothing they settle reaches the database), since
+// is the normal case. When no heartbeat of its own was confirmed within
+// the expiry of the moment the last confirmed one was sent — the database
+// was away, or the process was stopped and its next heartbeat came late —
+// the Client fences itself: its Managers stop claiming and give up their
+// batches and their terms of leadership without a write (their contexts
+// end with ErrFenced, and nothing they settle reaches the database), since
 // another process may have expired and revived their tasks meanwhile. Once
 // the database answers, it goes on under a new owner (WithSuccessor), so
 // that no claim of the fenced owner is ever completed by its successor.

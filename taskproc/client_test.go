@@ -120,6 +120,45 @@ func clientCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 	}
 
+	all["OptionsDoWhatTheySayOrAreRefusedSayingWhatToDo"] = func(t *testing.T, e *env[Tx]) {
+		// WithHeartbeat(0) alone would leave the expiry without the
+		// heartbeats it needs: refused, saying to turn the expiry off too.
+		if _, err := taskproc.New(e.repo, e.transact, taskproc.WithHeartbeat(0)); !errors.Is(err, taskapi.ErrInvalidArgument) ||
+			!strings.Contains(err.Error(), "WithExpiry(0)") {
+			t.Errorf("New with WithHeartbeat(0) = %v, want ErrInvalidArgument saying to give WithExpiry(0)", err)
+		}
+		quiet, err := taskproc.New(e.repo, e.transact, taskproc.WithHeartbeat(0), taskproc.WithExpiry(0))
+		if err != nil {
+			t.Fatalf("New with WithHeartbeat(0) and WithExpiry(0) = %v", err)
+		}
+		// The keeper's options belong to the Client: a topic given one is
+		// refused, naming it, instead of ignoring it.
+		for name, opt := range map[string]taskproc.Option{
+			"WithHeartbeat": taskproc.WithHeartbeat(time.Second), "WithExpiry": taskproc.WithExpiry(time.Minute),
+			"WithRevival": taskproc.WithRevival(), "WithOwnerPurge": taskproc.WithOwnerPurge(time.Hour),
+			"WithReconcile": taskproc.WithReconcile(time.Second), "WithWakeGap": taskproc.WithWakeGap(time.Millisecond),
+		} {
+			if err := quiet.Handle(topic, taskproc.Sequential(succeed), opt); !errors.Is(err, taskapi.ErrInvalidArgument) || !strings.Contains(err.Error(), name) {
+				t.Errorf("Handle with %s = %v, want ErrInvalidArgument naming it", name, err)
+			}
+			if _, err := taskproc.NewManager[Tx](e.repo, e.transact, topic, taskproc.Sequential(succeed), opt); !errors.Is(err, taskapi.ErrInvalidArgument) {
+				t.Errorf("NewManager with %s = %v, want ErrInvalidArgument: a Manager alone has no keeper", name, err)
+			}
+		}
+		// A topic that was never initialized would sit idle: Start says so.
+		handle(t, quiet, "never-initialized", taskproc.Sequential(succeed))
+		if err := quiet.Start(e.ctx); !errors.Is(err, taskapi.ErrUnknownTopic) || !strings.Contains(err.Error(), "never-initialized") {
+			t.Errorf("Start with a topic never initialized = %v, want ErrUnknownTopic naming it", err)
+		}
+		m, err := taskproc.NewManager[Tx](e.repo, e.transact, "never-initialized", taskproc.Sequential(succeed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Start(e.ctx); !errors.Is(err, taskapi.ErrUnknownTopic) {
+			t.Errorf("Manager.Start of a topic never initialized = %v, want ErrUnknownTopic", err)
+		}
+	}
+
 	all["ALimiterBoundsBatchesAcrossTopicsAndChangesAtRunTime"] = func(t *testing.T, e *env[Tx]) {
 		e.pushTo(topic, ids(40, 40)...)
 		e.pushTo(other, ids(40, 40)...)

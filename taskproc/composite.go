@@ -13,12 +13,14 @@ type Flow int
 
 // The flows of an Outcome.
 const (
-	// FlowDefault lets later steps have the task while its decision so far
-	// is Success.
+	// FlowDefault lets later steps have the task when this step's
+	// decision is Success, and keeps it from them otherwise.
 	FlowDefault Flow = iota
-	// Continue lets later steps have the task whatever its decision.
+	// Continue lets later steps have the task whatever this step decided.
+	// It applies to this step's decision only: a later step that decides
+	// other than Success with the default flow still stops the task.
 	Continue
-	// Halt keeps the task from later steps whatever its decision.
+	// Halt keeps the task from later steps whatever this step decided.
 	Halt
 )
 

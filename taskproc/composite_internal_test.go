@@ -443,6 +443,32 @@ func TestCompositeFlow(t *testing.T) {
 	})
 }
 
+// A flow applies to the decision it was given with (issue 21): a step that
+// lets its Failure pass with Continue does not let a later step's Failure
+// pass, and a Continue of one ancestor does not undo the default stop of
+// another.
+func TestCompositeAMarkAppliesToItsOwnDecision(t *testing.T) {
+	tasks := compTasks(1)
+	var r compRecorder
+	c := NewComposite[compTx]().
+		Step("lenient", compAll(compOutcome(taskapi.Failure, "tolerated", Continue))).
+		Step("strict", r.step("strict", compOutcome(taskapi.Failure, "fatal", FlowDefault)), "lenient").
+		Step("after", r.step("after", compOutcome(taskapi.Success, "", FlowDefault)), "strict").
+		Step("side", compAll(compOutcome(taskapi.Failure, "side", FlowDefault))).
+		Step("join", r.step("join", compOutcome(taskapi.Success, "", FlowDefault)), "lenient", "side")
+	b, s := compBatch(tasks...)
+	compRunOK(t, compHandler(t, c), b, s)
+	if got := r.sequences("strict"); !slices.Equal(got, []int64{1}) {
+		t.Errorf("step strict got %v, want the task its ancestor let pass", got)
+	}
+	for _, step := range []string{"after", "join"} {
+		if got := r.sequences(step); len(got) != 0 {
+			t.Errorf("step %s got %v, want nothing: a later Failure stops the task whatever an earlier Continue said", step, got)
+		}
+	}
+	checkDecisions(t, s, Decisions{tasks[0]: compDecision(taskapi.Failure, "tolerated; fatal; side")})
+}
+
 func TestCompositeLaterFlowWins(t *testing.T) {
 	tasks := compTasks(2)
 	var r compRecorder
@@ -570,9 +596,11 @@ func TestCompositeWorstOfMergeInRegistrationOrder(t *testing.T) {
 			}), "x", "y")
 		b, s := compBatch(tasks...)
 		compRunOK(t, compHandler(t, c), b, s)
+		// Task 2 does not reach z: x's Continue lets x's own Suspension
+		// pass, not y's Failure.
 		checkDecisions(t, s, Decisions{
 			tasks[0]: compDecision(taskapi.Suspension, "x1; y1; z1"),
-			tasks[1]: compDecision(taskapi.Failure, "y2; z2"),
+			tasks[1]: compDecision(taskapi.Failure, "y2"),
 			tasks[2]: compDecision(taskapi.Success, "y3; z3"),
 		})
 	})

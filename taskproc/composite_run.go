@@ -132,29 +132,23 @@ func (r *compositeRun) inPlay(st *compositeStep) []taskapi.Task {
 	return tasks
 }
 
-// continues reports whether task goes on to st. The last explicit flow
-// among the outcomes of st's ancestors, in registration order, says so;
-// without one, the task goes on while the merge of those outcomes is
-// Success (a task none of them decided is).
+// continues reports whether task goes on to st: unless an outcome of one
+// of st's ancestors stops it. A flow applies to the decision it was given
+// with: a step's Continue lets its own decision, however bad, pass, but
+// not a later Failure of another step with the default flow.
 func (r *compositeRun) continues(st *compositeStep, task taskapi.Task) bool {
-	result, flow := taskapi.Success, FlowDefault
 	for _, i := range st.ancestors {
-		o, ok := r.outcomes[i][task]
-		if !ok {
-			continue
-		}
-		result = result.Merge(o.Decision.Result)
-		if o.Flow != FlowDefault {
-			flow = o.Flow
+		if o, ok := r.outcomes[i][task]; ok && o.stops() {
+			return false
 		}
 	}
-	switch flow {
-	case Continue:
-		return true
-	case Halt:
-		return false
-	}
-	return result == taskapi.Success
+	return true
+}
+
+// stops reports whether o keeps its task from later steps: a Halt, or a
+// decision other than Success with the default flow.
+func (o Outcome) stops() bool {
+	return o.Flow == Halt || (o.Flow == FlowDefault && o.Decision.Result != taskapi.Success)
 }
 
 // decisions returns the decision of each of all, the tasks of the batch:

@@ -34,6 +34,7 @@ func suite[Tx any](t *testing.T, b backend[Tx]) {
 	fleetCases(all)
 	retryCases(all)
 	scheduleCases(all)
+	taskTxCases(all)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -3,6 +3,7 @@ package taskproc_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -191,4 +192,65 @@ func ExampleComposite() {
 	// invoices invoice-1 SUCCEEDED
 	// invoices invoice-2 FILTERED
 	// mail mail-invoice-1 READY 1
+}
+
+// Per-task effects, order per identifier and retries in a few lines: each
+// task's row is written in the transaction that completes the task, so it
+// exists exactly once, with the task's result; a transient failure rolls
+// the row back and the task runs again later.
+func ExampleParallelTx() {
+	dir, _ := os.MkdirTemp("", "taskproc-example")
+	defer os.RemoveAll(dir)
+	db := openExample(dir)
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.Exec("CREATE TABLE charges (sequence INTEGER, customer TEXT, cents INTEGER)"); err != nil {
+		log.Fatal(err)
+	}
+
+	repo, _ := taskansi.New(taskansi.SQLite, "billing-1")
+	_, _ = repo.Register(ctx, db)
+	_, _ = repo.Initialize(ctx, db, "charges")
+	_, _ = repo.Push(ctx, db, "charges", taskapi.Append,
+		taskapi.Creation{Identifier: "customer-1", Input: "500"},
+		taskapi.Creation{Identifier: "customer-2", Input: "1200"},
+		taskapi.Creation{Identifier: "customer-1", Input: "700"})
+
+	failedOnce := false
+	m, err := taskproc.NewManager(repo, taskansi.Transact(db, nil), "charges",
+		taskproc.ParallelTx(4, func(ctx context.Context, tx taskansi.DB, task taskapi.Task) (taskapi.Decision, error) {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO charges VALUES (?, ?, ?)", task.Sequence, task.Identifier, task.Input); err != nil {
+				return taskapi.Decision{}, err
+			}
+			if task.Identifier == "customer-2" && !failedOnce { // the payment service hiccups once
+				failedOnce = true
+				return taskapi.Decision{}, taskproc.Transient(errors.New("payment service unavailable"))
+			}
+			return taskapi.Decision{Result: taskapi.Success}, nil
+		}),
+		taskproc.WithRetry(taskproc.RetryPolicy{MaxAttempts: 3, Backoff: func(int) time.Duration { return 10 * time.Millisecond }}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		counts, _ := repo.Count(ctx, db, taskapi.Total, taskapi.Counting{Topic: "charges", States: []taskapi.State{taskapi.Succeeded}}, taskapi.Unbounded)
+		if counts["charges"][taskapi.Succeeded].Count == 3 {
+			break
+		}
+	}
+	_ = m.Stop(ctx)
+	rows, _ := db.Query("SELECT customer, cents FROM charges ORDER BY sequence")
+	defer rows.Close()
+	for rows.Next() {
+		var customer, cents string
+		_ = rows.Scan(&customer, &cents)
+		fmt.Println(customer, "charged", cents)
+	}
+	// Output:
+	// customer-1 charged 500
+	// customer-2 charged 1200
+	// customer-1 charged 700
 }

@@ -3,6 +3,7 @@ package taskproc_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -319,6 +320,28 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 	}
 
+	all["ALimiterErrorIsAFailedPollAndTheLoopGoesOn"] = func(t *testing.T, e *env[Tx]) {
+		// A limiter's error other than ErrQueueFull is reported as a
+		// failed poll, and the loop backs off as after one, polling
+		// nothing, then goes on.
+		e.push("a")
+		limiter := &failing{}
+		limiter.fails.Store(3)
+		events := &recorder{}
+		e.start(e.manager(taskproc.Sequential(succeed), taskproc.WithLimiter(limiter), taskproc.WithListener(events),
+			taskproc.WithPause(50*time.Millisecond)))
+		e.allIn(1, taskapi.Succeeded)
+		failed := events.of(taskproc.EventPollFailed)
+		if len(failed) != 3 {
+			t.Fatalf("%d failed polls told, want one per failed Acquire", len(failed))
+		}
+		for _, ev := range failed {
+			if !strings.Contains(ev.Err.Error(), "limiter backend unreachable") || ev.Duration <= 0 {
+				t.Errorf("failed poll %v after %v, want the limiter's error and a backoff", ev.Err, ev.Duration)
+			}
+		}
+	}
+
 	all["PollsAsTheNewOwnerAfterSetRepository"] = func(t *testing.T, e *env[Tx]) {
 		m := e.manager(taskproc.Sequential(succeed), taskproc.WithPause(time.Hour))
 		m.SetRepository(e.owner("successor"))
@@ -341,3 +364,14 @@ type failingStart struct{ taskproc.Handler }
 
 func (failingStart) Start(context.Context) error { return errors.New("cannot start") }
 func (failingStart) Stop(context.Context) error  { return nil }
+
+// failing is a limiter whose first fails Acquires fail with an error of
+// its own, and that then never waits.
+type failing struct{ fails atomic.Int32 }
+
+func (l *failing) Acquire(ctx context.Context, _ string) (func(), error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, errors.New("limiter backend unreachable")
+	}
+	return func() {}, nil
+}

@@ -325,8 +325,9 @@ func (st *fuzzStep) expect(given []taskapi.Task, position map[taskapi.Task]int) 
 //   - nothing panics and Handle returns;
 //   - a step gets exactly the tasks in play for it: those of the batch that
 //     deduplication left, whose outcomes from the steps it depends on,
-//     directly or not, let them continue (the last explicit flow, else a
-//     merged result of SUCCESS);
+//     directly or not, let them continue (none of those outcomes is a Halt,
+//     or a result other than SUCCESS with the default flow: a flow applies
+//     to the decision it came with);
 //   - the batch fails exactly when a step that ran decided a task it was
 //     not given; otherwise it is completed and every task of the batch is
 //     decided exactly once;
@@ -457,16 +458,12 @@ func FuzzComposite(f *testing.F) {
 			ancestors[j] = slices.Compact(ancestors[j])
 			var inPlay []taskapi.Task
 			for _, task := range left {
-				result, flow := taskapi.Success, FlowDefault
+				stopped := false
 				for _, a := range ancestors[j] {
-					if o, ok := outcomes[a][task]; ok {
-						result = worse(result, o.Decision.Result)
-						if o.Flow != FlowDefault {
-							flow = o.Flow
-						}
-					}
+					o, ok := outcomes[a][task]
+					stopped = stopped || ok && (o.Flow == Halt || o.Flow == FlowDefault && o.Decision.Result != taskapi.Success)
 				}
-				if flow == Continue || flow == FlowDefault && result == taskapi.Success {
+				if !stopped {
 					inPlay = append(inPlay, task)
 				}
 			}

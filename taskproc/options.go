@@ -99,16 +99,21 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l
 // WithExpiry sets the keeper's timeout (DefaultExpiry): every quarter of it
 // (but not more often than it beats), the Client expires the Active tasks
 // of other owners silent for longer (on the database clock), and it fences
-// itself when it could not confirm its own heartbeat for longer (see
-// Client). Zero turns expiry and fencing off. Choose several heartbeat
-// intervals plus the longest pause a live process may take.
+// itself when no heartbeat of its own was confirmed within the expiry of
+// the moment the last confirmed one was sent, or one was confirmed later
+// than that (a process stopped with SIGSTOP, a VM paused): see Client.
+// Zero turns expiry and fencing off. Choose several heartbeat intervals
+// plus the longest pause a live process may take.
+// An option of the Client only: a topic given it is refused.
 func WithExpiry(d time.Duration) Option {
 	return clientOnly("WithExpiry", func(s *settings) { s.expiry = d })
 }
 
 // WithRevival makes the keeper revive the expired tasks of the Client's
 // topics whenever it expires (ReviveReset: Ready again, in their place), so
-// that the work of crashed processes resumes by itself.
+// that the work of crashed processes resumes by itself; a task rescued so
+// too often ends with Failure instead (WithRescues).
+// An option of the Client only: a topic given it is refused.
 func WithRevival() Option {
 	return clientOnly("WithRevival", func(s *settings) { s.revival = true })
 }
@@ -116,6 +121,7 @@ func WithRevival() Option {
 // WithOwnerPurge sets after how long of silence the keeper deletes owners
 // that hold no Active task (DefaultPurge), once an hour (or once per that
 // duration, when it is shorter); zero never does.
+// An option of the Client only: a topic given it is refused.
 func WithOwnerPurge(d time.Duration) Option {
 	return clientOnly("WithOwnerPurge", func(s *settings) { s.purge = d })
 }
@@ -124,6 +130,7 @@ func WithOwnerPurge(d time.Duration) Option {
 // fenced itself: successor gets the fenced owner's name and returns a
 // repository of a new owner (NextOwner names one). Without it, a Client
 // that recovers releases the tasks it gave up and goes on as the same owner.
+// An option of the Client only: a topic given it is refused.
 func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], error)) Option {
 	return clientOnly("WithSuccessor", func(s *settings) { s.successor = successor })
 }
@@ -133,12 +140,14 @@ func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], erro
 // and an activation changed anywhere applies at once. The first
 // notification of a topic wakes it at once; the ones that follow within
 // WithWakeGap coalesce into one wake-up at its end.
+// An option of the Client only: a topic given it is refused.
 func WithNotifier(n Notifier) Option {
 	return clientOnly("WithNotifier", func(s *settings) { s.notifier = n })
 }
 
 // WithWakeGap sets the window within which notifications of one topic
 // coalesce (DefaultWakeGap).
+// An option of the Client only: a topic given it is refused.
 func WithWakeGap(d time.Duration) Option {
 	return clientOnly("WithWakeGap", func(s *settings) { s.window = d })
 }
@@ -146,6 +155,7 @@ func WithWakeGap(d time.Duration) Option {
 // WithReconcile sets how often a Client reads the topics' activations from
 // the database (DefaultReconcile): the bound on how long a change takes to
 // reach a process that was not notified.
+// An option of the Client only: a topic given it is refused.
 func WithReconcile(d time.Duration) Option {
 	return clientOnly("WithReconcile", func(s *settings) { s.reconcile = d })
 }
@@ -233,9 +243,12 @@ func (s settings) check() error {
 	return nil
 }
 
-// WithClock sets the clock of the runtime's retries, snoozes and schedules
-// (time.Now): for tests that do not wait for real time to pass. Deferred
-// tasks become due by the database's clock.
+// WithClock sets the clock of the runtime's retries, snoozes and schedules,
+// for tests that do not wait for real time to pass: the times of retries,
+// snoozes and periods are computed with it, and a wait for a time of it
+// reads it again every few milliseconds, so that moving it counts at once.
+// Without it, they follow the database's clock, as the runtime measures it.
+// Deferred tasks become due by the database's clock either way.
 func WithClock(now func() time.Time) Option {
 	return func(s *settings) {
 		if now != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,31 @@ func scheduleCases[Tx any](all map[string]suiteCase[Tx]) {
 		mark, err := e.repo.Mark(e.ctx, e.db, topic, "hourly")
 		if err != nil || !mark.Equal(hour(20)) {
 			t.Errorf("Mark = %v, %v; want the last period pushed, %v", mark, err, hour(20))
+		}
+	}
+
+	all["MovingAClockOfWithClockCountsAtOnce"] = func(t *testing.T, e *env[Tx]) {
+		// WithClock is for tests that do not wait for real time: moving
+		// the clock one period on pushes the next period's task at once,
+		// not after an hour of real time.
+		var now atomic.Pointer[time.Time]
+		start := time.Date(2026, 11, 25, 10, 30, 0, 0, time.UTC)
+		now.Store(&start)
+		m, err := taskproc.NewManager[Tx](e.repo, e.transact, topic, taskproc.Sequential(succeed),
+			taskproc.WithSchedule(taskproc.Schedule{Name: "hourly", Every: time.Hour, Task: taskapi.Creation{Identifier: "report"}}),
+			taskproc.WithClock(func() time.Time { return *now.Load() }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopWithin(t, m.Stop)
+		e.start(m)
+		e.eventually("the first period", func() bool { return len(e.infos(topic)) == 1 })
+		next := start.Add(time.Hour)
+		now.Store(&next)
+		e.eventually("the next period, once the clock moved", func() bool { return len(e.infos(topic)) == 2 })
+		hour := func(h int) time.Time { return time.Date(2026, 11, 25, h, 0, 0, 0, time.UTC) }
+		if got := e.periodsOf(topic); !slices.EqualFunc(got, []time.Time{hour(10), hour(11)}, time.Time.Equal) {
+			t.Errorf("periods %v, want 10:00 and 11:00", got)
 		}
 	}
 

@@ -1,6 +1,7 @@
 package taskproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,6 +74,7 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error
+	fnErr     error           // the completion function's own error
 	refused   bool            // err is the database's or the runtime's refusal of what the settlement says
 	decided   Decisions       // the decisions written
 	later     bool            // tasks were retried or snoozed
@@ -105,7 +107,7 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 			unlock()
 			cancel()
 			refusal = fmt.Errorf("taskproc: complete a batch of %q: %w", b.topic, o.err)
-			how = settlement{intent: toFail, cause: refusal}
+			how = b.decidedBy(cmp.Or(o.fnErr, refusal), live)
 			continue
 		case o.refused: // a failure or a release the database refuses: give the tasks back
 			unlock()
@@ -142,6 +144,38 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 	}
 }
 
+// decidedBy is how the tasks of b in live are settled when the completion
+// function failed with err, rolled back, or the database refused what it
+// decided: as a TaskFunc's error decides a task. A retry or a snooze is
+// written as a completion that decides no task, an interrupted run is
+// released, a ResultError gives its result, and any other error fails the
+// tasks with its text.
+func (b *Batch) decidedBy(err error, live []taskapi.Task) settlement {
+	if errors.Is(err, errInterrupted) {
+		return settlement{intent: toRelease}
+	}
+	if a, ok := afterwardsOf(err); ok {
+		for _, task := range live {
+			b.marked.Store(task, a)
+		}
+		return settlement{intent: toComplete, completion: func(context.Context) (Decisions, error) { return nil, nil }}
+	}
+	if d := decisionOf(taskapi.Decision{}, err); d.Result != taskapi.Failure {
+		return settlement{intent: toComplete, completion: func(context.Context) (Decisions, error) {
+			decisions := make(Decisions, len(live))
+			for _, task := range live {
+				decisions[task] = d
+			}
+			return decisions, nil
+		}}
+	}
+	return settlement{intent: toFail, cause: err}
+}
+
+// errInterrupted is the error of a completion function whose run its
+// context's end cut short: its tasks go back to Ready, no attempt counted.
+var errInterrupted = errors.New("taskproc: interrupted")
+
 // context returns the context of an attempt: the batch's writes', or, once
 // the batch was given up, a short one for giving its tasks back.
 func (s *batchSettler[Tx]) context(b *Batch) (context.Context, context.CancelFunc) {
@@ -164,12 +198,11 @@ func (s *batchSettler[Tx]) lockFor(b *Batch, how settlement, live []taskapi.Task
 // attempt writes how for live in one transaction.
 func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task) outcome {
 	var o outcome
-	var fnErr error // the completion function's own error
 	o.err = s.m.transact(ctx, func(tx Tx) error {
 		o = outcome{}
 		switch how.intent {
 		case toComplete:
-			return s.complete(ctx, tx, b, how.completion, live, &o, &fnErr)
+			return s.complete(ctx, tx, b, how.completion, live, &o)
 		case toFail:
 			o.evidence, o.completes = &live[0], []taskapi.State{taskapi.Failed}
 			return s.repo.Complete(ctx, tx, b.topic, failures(live, how.cause)...)
@@ -178,17 +211,19 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 		}
 	})
 	if o.err != nil && !o.refused {
-		o.refused = refused(o.err, fnErr) && ctx.Err() == nil
+		// A run that its context interrupted is given back, whatever the
+		// transaction's end met: it never committed.
+		o.refused = errors.Is(o.fnErr, errInterrupted) || (refused(o.err, o.fnErr) && ctx.Err() == nil)
 	}
 	return o
 }
 
 // complete runs a completion function and records its decisions in tx.
-func (s *batchSettler[Tx]) complete(ctx context.Context, tx Tx, b *Batch, completion any, live []taskapi.Task, o *outcome, fnErr *error) error {
+func (s *batchSettler[Tx]) complete(ctx context.Context, tx Tx, b *Batch, completion any, live []taskapi.Task, o *outcome) error {
 	b.after, b.live = nil, live
 	d, err := runCompletion(ctx, tx, completion)
 	if err != nil {
-		*fnErr = err
+		o.fnErr = err
 		return err
 	}
 	completions, err := completionsOf(b.tasks, live, d)
@@ -317,13 +352,13 @@ func (s *batchSettler[Tx]) written(b *Batch, how settlement, live []taskapi.Task
 		}
 		s.finish(b, "completed", Event{Kind: EventCompleted, Tasks: live, Decisions: o.decided})
 		s.m.resume(b.after)
-		return nil
+		return refusal
 	case toFail:
 		s.finish(b, "failed", Event{Kind: EventFailed, Tasks: live, Err: how.cause})
 		return refusal
 	}
 	s.finish(b, "released", Event{Kind: EventReleased, Tasks: live, Err: how.cause})
-	return givenUp(how.cause)
+	return cmp.Or(givenUp(how.cause), refusal)
 }
 
 // givenUp is the error of a settlement that the runtime gave up for cause
@@ -367,13 +402,17 @@ func (s *batchSettler[Tx]) abandon(b *Batch, live []taskapi.Task, cause error) e
 
 // finish marks b settled, gives its slot back and tells of it.
 func (s *batchSettler[Tx]) finish(b *Batch, how string, e Event) {
-	b.finish(how)
-	s.slot()
+	whole := b.finish(how)
+	if whole != nil {
+		s.slot()
+	}
 	e.Topic, e.Duration = b.topic, time.Since(b.polled)
 	s.m.stats.settled(e)
 	s.m.s.notify(e)
 	// Last: a Stop that waits for the batches in flight returns after it.
-	s.m.update(func() { delete(s.r.batches, b) })
+	if whole != nil {
+		s.m.update(func() { delete(s.r.batches, whole) })
+	}
 }
 
 // runCompletion calls a completion function, turning a panic into an error.

@@ -1,0 +1,99 @@
+package taskproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// A TaskTxFunc decides one task inside the transaction that completes it:
+// what it writes through tx commits together with the task's result, or
+// not at all. An error, or a panic, rolls its writes back and decides the
+// task as a TaskFunc's error does, in a transaction of its own: Transient
+// retries the task (see RetryPolicy), Snooze snoozes it, a ResultError gives
+// its result, any other error ends it with Failure and the error's text.
+type TaskTxFunc[Tx any] func(ctx context.Context, tx Tx, task taskapi.Task) (taskapi.Decision, error)
+
+// ParallelTx returns a Handler that decides the tasks of each batch with fn
+// on up to n goroutines, as Parallel does — the tasks of one identifier one
+// after the other in sequence order, while the others go on — but settles
+// each task on its own, in a transaction of its own that fn runs in: each
+// task's writes commit exactly once, with its result (a transaction that
+// failed for the database runs fn again only once it was read back not to
+// have committed), and a task's retry or failure leaves the others alone.
+// The next task of an identifier starts once the one before it committed.
+// When ctx ends (a Stop that ran out of time), it starts no more tasks, and
+// those it did not start go back to Ready, no attempt counted; a task whose
+// fn returns the error of ctx goes back too. n below one is one. Tx must be
+// the transaction type of the runtime, else every batch fails with an
+// ErrInvalidArgument.
+func ParallelTx[Tx any](n int, fn TaskTxFunc[Tx]) Handler {
+	n = max(n, 1)
+	return HandlerFunc(func(ctx context.Context, b *Batch) error {
+		completion := func(context.Context, Tx) (Decisions, error) { return nil, nil }
+		if !b.settler.accepts(completion) {
+			var tx Tx
+			return fmt.Errorf("taskproc: ParallelTx over transactions of type %T for a runtime of another: %w", tx, taskapi.ErrInvalidArgument)
+		}
+		groups := byIdentifier(b.tasks)
+		work := make(chan []taskapi.Task)
+		var wg sync.WaitGroup
+		for range min(n, len(groups)) {
+			wg.Go(func() {
+				for group := range work {
+					for _, task := range group {
+						if ctx.Err() != nil || settleTx(ctx, b, task, fn) != nil {
+							break // the rest of the identifier waits: its order holds
+						}
+					}
+				}
+			})
+		}
+		for _, group := range groups {
+			work <- group
+		}
+		close(work)
+		wg.Wait()
+		b.rest()
+		return nil
+	})
+}
+
+// settleTx settles task, a task of b, in a part of its own whose completing
+// transaction runs fn. It returns an error when the task's part could not
+// be settled as fn decided (the batch was given up, the task interrupted).
+func settleTx[Tx any](ctx context.Context, b *Batch, task taskapi.Task, fn TaskTxFunc[Tx]) error {
+	part, err := b.split(task)
+	if err != nil {
+		return err
+	}
+	err = CompleteTx(part, func(_ context.Context, tx Tx) (Decisions, error) {
+		// fn gets the handler's context, which also ends when the batch
+		// is given up: a Stop that runs out of time interrupts it.
+		d, err := decideTx(ctx, tx, fn, task)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil, fmt.Errorf("%w: %w", errInterrupted, err)
+			}
+			return nil, err
+		}
+		return Decisions{task: d}, nil
+	})
+	if errors.Is(err, errInterrupted) || part.revoked() != nil {
+		return errors.Join(err, errInterrupted)
+	}
+	return nil
+}
+
+// decideTx calls fn for task in tx, turning a panic into an error.
+func decideTx[Tx any](ctx context.Context, tx Tx, fn TaskTxFunc[Tx], task taskapi.Task) (d taskapi.Decision, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(p)
+		}
+	}()
+	return fn(ctx, tx, task)
+}
