@@ -51,6 +51,13 @@
 //	                                          RUNNING, PAUSED, DRAINING
 //	taskproc.leadership.acquired {term}       terms of exclusive consumption this process began
 //	taskproc.leadership.conceded {term}       terms it ended or lost
+//	taskproc.settlements.retried {attempt}    settlement writes that failed for the database and
+//	                                          were tried again (taskproc.EventSettleRetried)
+//	taskproc.batches.lost        {batch}      batches whose every task another owner took before
+//	                                          their settlement was written (taskproc.EventLost)
+//	taskproc.tasks.rescued       {task}       expired tasks this process's keeper revived
+//	taskproc.tasks.poisoned      {task}       expired tasks it ended with Failure instead, rescued
+//	                                          too often (taskproc.WithRescues)
 //	taskproc.batch.duration      s            histogram of the time from a batch's poll to its
 //	                                          settlement (completed, failed or released), with the
 //	                                          buckets of taskproc.RunBounds (BucketBoundaries)

@@ -38,7 +38,11 @@ type Listener struct {
 	maintenanceFailed, reconcileFailed metric.Int64Counter
 	notifierLost, activated            metric.Int64Counter
 	leading, conceded                  metric.Int64Counter
-	duration                           metric.Float64Histogram
+	// What the runtime did so that no database error and no crash
+	// becomes a result: settlements tried again, batches whose tasks
+	// another owner took, tasks rescued and tasks given up as poison.
+	settleRetried, lost, rescued, poisoned metric.Int64Counter
+	duration                               metric.Float64Histogram
 
 	none  metric.MeasurementOption // no attributes (events without a topic)
 	attrs sync.Map                 // topic → *topicAttrs
@@ -80,6 +84,10 @@ func NewListener(meter metric.Meter) (*Listener, error) {
 		{&l.activated, "taskproc.activation.changes", "{change}", "Activation changes applied, by activation."},
 		{&l.leading, "taskproc.leadership.acquired", "{term}", "Terms of leadership this process began."},
 		{&l.conceded, "taskproc.leadership.conceded", "{term}", "Terms of leadership this process ended or lost."},
+		{&l.settleRetried, "taskproc.settlements.retried", "{attempt}", "Settlement writes that failed for the database and were tried again."},
+		{&l.lost, "taskproc.batches.lost", "{batch}", "Batches whose every task another owner took before their settlement was written."},
+		{&l.rescued, "taskproc.tasks.rescued", "{task}", "Expired tasks this process's keeper revived."},
+		{&l.poisoned, "taskproc.tasks.poisoned", "{task}", "Expired tasks this process's keeper ended with Failure, rescued too often."},
 	}
 	for _, c := range counters {
 		counter, err := meter.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.about))
@@ -162,6 +170,14 @@ func (l *Listener) fleet(ctx context.Context, e taskproc.Event) {
 		l.leading.Add(ctx, 1, l.topic(e.Topic).topic)
 	case taskproc.EventConceded:
 		l.conceded.Add(ctx, 1, l.topic(e.Topic).topic)
+	case taskproc.EventSettleRetried:
+		l.settleRetried.Add(ctx, 1, l.topic(e.Topic).topic)
+	case taskproc.EventLost:
+		l.lost.Add(ctx, 1, l.topic(e.Topic).topic)
+	case taskproc.EventRescued:
+		add(ctx, l.rescued, len(e.Tasks), l.topic(e.Topic).topic)
+	case taskproc.EventPoisoned:
+		add(ctx, l.poisoned, len(e.Tasks), l.topic(e.Topic).topic)
 	}
 }
 

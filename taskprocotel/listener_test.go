@@ -179,6 +179,12 @@ func TestListenerRecordsEvents(t *testing.T) {
 		{Kind: taskproc.EventNotifierLost, Err: boom},
 		{Kind: taskproc.EventMaintenanceFailed, Owner: "o2", Err: boom},
 		{Kind: taskproc.EventReconcileFailed, Err: boom},
+		// What keeps database errors and crashes from becoming results.
+		{Kind: taskproc.EventSettleRetried, Topic: "a", Tasks: a3, Err: boom},
+		{Kind: taskproc.EventSettleRetried, Topic: "a", Tasks: a3, Err: boom},
+		{Kind: taskproc.EventLost, Topic: "b", Err: boom},
+		{Kind: taskproc.EventRescued, Topic: "a", Tasks: a3},
+		{Kind: taskproc.EventPoisoned, Topic: "b", Tasks: b1[:1]},
 	}
 	for _, e := range events {
 		l.Notify(e)
@@ -213,6 +219,10 @@ func TestListenerRecordsEvents(t *testing.T) {
 	})
 	checkCounter(t, metrics, "taskproc.notifier.lost", "{error}", map[string]int64{attrs(): 1})
 	checkCounter(t, metrics, "taskproc.maintenance.failed", "{run}", map[string]int64{attrs(): 1})
+	checkCounter(t, metrics, "taskproc.settlements.retried", "{attempt}", map[string]int64{attrs("topic", "a"): 2})
+	checkCounter(t, metrics, "taskproc.batches.lost", "{batch}", map[string]int64{attrs("topic", "b"): 1})
+	checkCounter(t, metrics, "taskproc.tasks.rescued", "{task}", map[string]int64{attrs("topic", "a"): 2})
+	checkCounter(t, metrics, "taskproc.tasks.poisoned", "{task}", map[string]int64{attrs("topic", "b"): 1})
 	checkCounter(t, metrics, "taskproc.reconcile.failed", "{run}", map[string]int64{attrs(): 1})
 
 	points := histogramPoints(t, metrics)
@@ -254,6 +264,7 @@ func TestListenerRecordsEvents(t *testing.T) {
 		"taskproc.batch.duration", "taskproc.owner.fenced", "taskproc.owner.recovered", "taskproc.tasks.abandoned",
 		"taskproc.leadership.acquired", "taskproc.leadership.conceded", "taskproc.activation.changes",
 		"taskproc.notifier.lost", "taskproc.maintenance.failed", "taskproc.reconcile.failed",
+		"taskproc.settlements.retried", "taskproc.batches.lost", "taskproc.tasks.rescued", "taskproc.tasks.poisoned",
 	} {
 		want = append(want, name)
 		if metrics[name].Description == "" {
