@@ -132,13 +132,14 @@ func (c *Client[Tx]) Start(ctx context.Context) error {
 	if c.running != nil {
 		return fmt.Errorf("taskproc: start: %w", ErrRunning)
 	}
-	if err := c.keeper.register(ctx); err != nil {
-		return fmt.Errorf("taskproc: start: register owner %q: %w", c.keeper.owner().Owner(), err)
-	}
 	if err := registered(ctx, c.transact, c.repo, slices.Collect(maps.Keys(c.managers))); err != nil {
 		return fmt.Errorf("taskproc: start: %w", err)
 	}
+	if err := c.keeper.register(ctx); err != nil {
+		return fmt.Errorf("taskproc: start: register owner %q: %w", c.keeper.owner().Owner(), err)
+	}
 	if err := c.apply(ctx, nil, c.managers); err != nil {
+		c.keeper.stop()
 		return fmt.Errorf("taskproc: start: read the activations: %w", err)
 	}
 	// The Managers stop on their own when ctx ends; what keeps their owner
@@ -148,6 +149,7 @@ func (c *Client[Tx]) Start(ctx context.Context) error {
 		m := c.managers[topic]
 		if err := m.Start(ctx); err != nil {
 			stopAll(context.WithoutCancel(ctx), started)
+			c.keeper.stop()
 			return err
 		}
 		started = append(started, m)

@@ -377,9 +377,11 @@ func (m *Manager[Tx]) resume(topics []string) {
 // initialized would wait for ever, finding nothing.
 func registered[Tx any](ctx context.Context, transact Transact[Tx], repo Repository[Tx], topics []string) error {
 	var known []string
-	err := transact(ctx, func(tx Tx) (err error) {
-		known, err = repo.Topics(ctx, tx)
-		return err
+	err := retryConflicts(ctx, func() error {
+		return transact(ctx, func(tx Tx) (err error) {
+			known, err = repo.Topics(ctx, tx)
+			return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("read the topics: %w", err)
@@ -394,5 +396,5 @@ func registered[Tx any](ctx context.Context, transact Transact[Tx], repo Reposit
 		return nil
 	}
 	slices.Sort(missing)
-	return fmt.Errorf("topics %s are not registered (Repository.Initialize them first): %w", strings.Join(missing, ", "), taskapi.ErrUnknownTopic)
+	return fmt.Errorf("not registered, so its loop would wait for ever (Initialize it first): topic %s: %w", strings.Join(missing, ", "), taskapi.ErrUnknownTopic)
 }
