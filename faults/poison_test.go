@@ -26,9 +26,10 @@ const (
 	poisonInput   = "poison" // the input that kills a worker
 	poisonRescues = 2        // WithRescues of the test's keeper
 	poisonOthers  = 10
-	// poisonExpiry is the keeper's: a dead worker's task expires a second
-	// after its last heartbeat.
-	poisonExpiry = time.Second
+	// poisonExpiry is the keeper's: a dead worker's task expires this long
+	// after its last heartbeat. A live worker, which beats every 250 ms,
+	// would have to miss six heartbeats in a row to be taken for dead.
+	poisonExpiry = 1500 * time.Millisecond
 )
 
 // TestPoisonTaskFailsAfterItsRescues pushes a task whose handler kills its

@@ -118,7 +118,8 @@ func awaitHeld(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository, topic,
 // returns them: exactly the tasks held, Expired.
 func expireOwner(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository, topic, owner string, expiry time.Duration, held []int64) []taskapi.Task {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), workerPatience) // never wait for a stopped process's locks for ever
+	defer cancel()
 	deadline := time.Now().Add(workerPatience)
 	for {
 		n, err := repo.Expire(ctx, pool, expiry)
@@ -154,7 +155,8 @@ func expireOwner(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository, topi
 // owner, in one transaction: poll, an effect row each, completion.
 func runAgain(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository, topic string, expired []taskapi.Task) {
 	t.Helper()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), workerPatience) // never wait for a stopped process's locks for ever
+	defer cancel()
 	err := taskpg.Transact(pool)(ctx, func(tx taskpg.DB) error {
 		if _, err := repo.ReviveTasks(ctx, tx, topic, taskapi.ReviveReset, expired...); err != nil {
 			return err
