@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,8 +53,11 @@ const workerPatience = 30 * time.Second
 type worker struct {
 	owner  string
 	cmd    *exec.Cmd
-	stderr strings.Builder
+	stderr lockedBuffer
 	exited chan error
+
+	mu    sync.Mutex
+	lines []string // what it printed after "ready"
 }
 
 // startWorker starts a consumer process of owner on topic and waits until
@@ -71,8 +76,13 @@ func startWorker(t testing.TB, database, topic, owner string, args ...string) *w
 	}
 	ready := make(chan bool, 1)
 	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		ready <- strings.TrimSpace(line) == "ready"
+		lines := bufio.NewScanner(stdout)
+		ready <- lines.Scan() && lines.Text() == "ready"
+		for lines.Scan() {
+			w.mu.Lock()
+			w.lines = append(w.lines, lines.Text())
+			w.mu.Unlock()
+		}
 		w.exited <- w.cmd.Wait()
 	}()
 	t.Cleanup(func() { _ = w.cmd.Process.Kill() })
@@ -85,6 +95,54 @@ func startWorker(t testing.TB, database, topic, owner string, args ...string) *w
 		t.Fatalf("worker %s did not start within %v", owner, workerPatience)
 	}
 	return w
+}
+
+// lockedBuffer is a strings.Builder that a process writes to while the
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// printed returns the lines the worker printed after "ready" so far.
+func (w *worker) printed() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.lines)
+}
+
+// awaitLine waits until the worker printed a line that begins with one
+// of prefixes and returns the first such line; it fails t when none came
+// within workerPatience.
+func (w *worker) awaitLine(t testing.TB, prefixes ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(workerPatience)
+	for {
+		for _, line := range w.printed() {
+			for _, prefix := range prefixes {
+				if strings.HasPrefix(line, prefix) {
+					return line
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s printed no line that begins with %q within %v; it printed:\n%s\nstderr:\n%s",
+				w.owner, prefixes, workerPatience, strings.Join(w.printed(), "\n"), w.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // kill crashes the worker with SIGKILL and waits until it is gone.

@@ -5,12 +5,21 @@
 // -mix soak it decides each task as its input asks (see soak.go), with
 // retries and snoozes. It prints "ready" once started and stops cleanly on
 // SIGTERM; the tests kill it with SIGKILL to crash it.
+//
+// With -report it also prints, a line each, what the runtime told its
+// listener (see report.go) and how each of its completions came out, for
+// the tests that read what a process saw. -stubborn makes its handler
+// ignore its context while it works, as one stuck in a call does, so that
+// it always attempts its completion. -poison names an input whose task
+// makes the process exit at once with status 3 (after "ready"), as a
+// handler that crashes its process does. -size, -inflight and -revive
+// set the poll's size, the batches in flight at most (0: no limit) and
+// whether the keeper rescues expired tasks (WithRevival).
 package main
 
 import (
 	"context"
 	"flag"
-	"fmt"
 	"log"
 	"os"
 	"os/signal"
@@ -24,49 +33,81 @@ import (
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
+// config is the worker's command line.
+type config struct {
+	database, topic, owner string
+	expiry, work           time.Duration
+	mix                    string
+	report, stubborn       bool
+	poison                 string
+	size, inflight         int
+	revive                 bool
+}
+
 func main() {
-	database := flag.String("database", "", "PostgreSQL URL")
-	topic := flag.String("topic", "", "the topic to process")
-	owner := flag.String("owner", "", "the owner's name")
-	expiry := flag.Duration("expiry", 2*time.Second, "taskproc.WithExpiry")
-	work := flag.Duration("work", 10*time.Millisecond, "how long a batch works before it completes")
-	mix := flag.String("mix", "effects", "how tasks are decided: effects (every task succeeds) or soak (as its input asks)")
+	var c config
+	flag.StringVar(&c.database, "database", "", "PostgreSQL URL")
+	flag.StringVar(&c.topic, "topic", "", "the topic to process")
+	flag.StringVar(&c.owner, "owner", "", "the owner's name")
+	flag.DurationVar(&c.expiry, "expiry", 2*time.Second, "taskproc.WithExpiry")
+	flag.DurationVar(&c.work, "work", 10*time.Millisecond, "how long a batch works before it completes")
+	flag.StringVar(&c.mix, "mix", "effects", "how tasks are decided: effects (every task succeeds) or soak (as its input asks)")
+	flag.BoolVar(&c.report, "report", false, "print the runtime's events and the outcome of each completion")
+	flag.BoolVar(&c.stubborn, "stubborn", false, "work on whatever the batch's context says, then complete")
+	flag.StringVar(&c.poison, "poison", "", "exit with status 3 on a task with this input")
+	flag.IntVar(&c.size, "size", 20, "taskproc.WithSize")
+	flag.IntVar(&c.inflight, "inflight", 0, "batches in flight at most (taskproc.Bounded); 0: no limit")
+	flag.BoolVar(&c.revive, "revive", true, "taskproc.WithRevival")
 	flag.Parse()
-	if err := run(*database, *topic, *owner, *expiry, *work, *mix); err != nil {
-		log.Fatalf("worker %s: %v", *owner, err)
+	if err := run(c); err != nil {
+		log.Fatalf("worker %s: %v", c.owner, err)
 	}
 }
 
-func run(database, topic, owner string, expiry, work time.Duration, mix string) error {
+// started is closed once the worker printed "ready": a poison task kills
+// the process only then, so that the tests see it start first.
+var started = make(chan struct{})
+
+func run(c config) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	pool, err := pgxpool.New(ctx, database)
+	pool, err := pgxpool.New(ctx, c.database)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	repo, err := taskpg.New(owner)
+	repo, err := taskpg.New(c.owner)
 	if err != nil {
 		return err
 	}
-	handler, opts := effects(owner, work), []taskproc.Option(nil)
-	if mix == "soak" {
-		handler, opts = soak(owner, work), soakOptions
+	handler, opts := effects(c), []taskproc.Option(nil)
+	if c.mix == "soak" {
+		handler, opts = soak(c.owner, c.work), soakOptions
 	}
-	client, err := taskproc.New(repo, taskpg.Transact(pool), append([]taskproc.Option{
-		taskproc.WithExpiry(expiry), taskproc.WithRevival(), taskproc.WithHeartbeat(expiry / 8),
-		taskproc.WithPause(20 * time.Millisecond), taskproc.WithSize(20),
-		taskproc.WithNotifier(taskpg.NewNotifier(pool))}, opts...)...)
+	opts = append(opts, taskproc.WithExpiry(c.expiry), taskproc.WithHeartbeat(c.expiry/8),
+		taskproc.WithPause(20*time.Millisecond), taskproc.WithSize(c.size),
+		taskproc.WithNotifier(taskpg.NewNotifier(pool)))
+	if c.revive {
+		opts = append(opts, taskproc.WithRevival())
+	}
+	if c.inflight > 0 {
+		opts = append(opts, taskproc.WithLimiter(taskproc.Bounded(c.inflight)))
+	}
+	if c.report {
+		opts = append(opts, taskproc.WithListener(taskproc.ListenerFunc(reportEvent)))
+	}
+	client, err := taskproc.New(repo, taskpg.Transact(pool), opts...)
 	if err != nil {
 		return err
 	}
-	if err := client.Handle(topic, handler); err != nil {
+	if err := client.Handle(c.topic, handler); err != nil {
 		return err
 	}
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Println("ready")
+	say("ready")
+	close(started)
 	<-ctx.Done()
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -75,24 +116,39 @@ func run(database, topic, owner string, expiry, work time.Duration, mix string) 
 
 // effects works for a while, then records one effect row per task in the
 // transaction that completes the batch.
-func effects(owner string, work time.Duration) taskproc.Handler {
+func effects(c config) taskproc.Handler {
 	return taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
-		select {
-		case <-time.After(work):
-		case <-ctx.Done():
-			return ctx.Err()
+		for _, task := range b.Tasks() {
+			if c.poison != "" && task.Input == c.poison {
+				<-started
+				say("poison %d", task.Sequence)
+				os.Exit(3)
+			}
 		}
-		return taskproc.CompleteTx(b, func(ctx context.Context, tx taskpg.DB) (taskproc.Decisions, error) {
+		if c.stubborn {
+			time.Sleep(c.work)
+		} else {
+			select {
+			case <-time.After(c.work):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err := taskproc.CompleteTx(b, func(ctx context.Context, tx taskpg.DB) (taskproc.Decisions, error) {
 			decisions := taskproc.Decisions{}
 			for _, task := range b.Tasks() {
 				_, err := tx.Exec(ctx, "INSERT INTO fault_effect (identifier, sequence, owner) VALUES ($1, $2, $3)",
-					task.Identifier, task.Sequence, owner)
+					task.Identifier, task.Sequence, c.owner)
 				if err != nil {
 					return nil, err
 				}
-				decisions[task] = taskapi.Decision{Result: taskapi.Success, Output: owner}
+				decisions[task] = taskapi.Decision{Result: taskapi.Success, Output: c.owner}
 			}
 			return decisions, nil
 		})
+		if c.report {
+			reportCompletion(b, err)
+		}
+		return err
 	})
 }

@@ -61,6 +61,9 @@ type serverKind struct {
 	// process ends.
 	signals map[StopMode]syscall.Signal
 	death   syscall.Signal
+	// env is added to the server process's environment (NAME=value
+	// each), not to its tools'.
+	env []string
 }
 
 // Cluster is a database server of testdb's own: a data directory in a

@@ -30,11 +30,19 @@ var sharedPostgresSettings = []string{"synchronous_commit=off"}
 // own with settings beyond postgresSettings, or returns an error wrapping
 // errNoOwnServer when PostgreSQL's server binaries are not installed.
 func startPostgresCluster(settings ...string) (*Cluster, error) {
+	return startPostgresClusterEnv(nil, settings...)
+}
+
+// startPostgresClusterEnv is startPostgresCluster with env (NAME=value
+// each) added to the environment of the server process.
+func startPostgresClusterEnv(env []string, settings ...string) (*Cluster, error) {
 	initdb, postgres, err := postgresBinaries()
 	if err != nil {
 		return nil, err
 	}
-	return startCluster(postgresKind(initdb, postgres, slices.Concat(postgresSettings, settings)))
+	kind := postgresKind(initdb, postgres, slices.Concat(postgresSettings, settings))
+	kind.env = env
+	return startCluster(kind)
 }
 
 // postgresKind is PostgreSQL run from the binaries initdb and postgres with

@@ -48,6 +48,9 @@ func (c *Cluster) start() error {
 	argv := c.kind.command(c)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = c.dir, log, log
+	if len(c.kind.env) > 0 {
+		cmd.Env = append(os.Environ(), c.kind.env...)
+	}
 	cmd.SysProcAttr = processAttr(c.owner, c.kind.death)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", c.kind.name, err)

@@ -131,3 +131,28 @@ func mustExec(t *testing.T, conn *pgx.Conn, statement string) {
 		t.Fatalf("%s: %v", statement, err)
 	}
 }
+
+// TestOwnPostgresEnvReachesTheServer starts a cluster with a variable
+// added to its server's environment: a program that a session runs (COPY
+// FROM PROGRAM) has it, also after a restart.
+func TestOwnPostgresEnvReachesTheServer(t *testing.T) {
+	t.Parallel()
+	c := testdb.OwnPostgresEnv(t, "TASKREPO_TESTDB_ENV=reached")
+	for _, when := range []string{"started", "restarted"} {
+		if when == "restarted" {
+			if err := c.Restart(testdb.StopFast); err != nil {
+				t.Fatal(err)
+			}
+		}
+		conn := connectPostgres(t, c.URL())
+		mustExec(t, conn, "CREATE TEMPORARY TABLE environment (value text)")
+		mustExec(t, conn, "COPY environment FROM PROGRAM 'printenv TASKREPO_TESTDB_ENV'")
+		var value string
+		if err := conn.QueryRow(t.Context(), "SELECT value FROM environment").Scan(&value); err != nil {
+			t.Fatal(err)
+		}
+		if value != "reached" {
+			t.Errorf("TASKREPO_TESTDB_ENV in the server's environment, %s: %q, want \"reached\"", when, value)
+		}
+	}
+}

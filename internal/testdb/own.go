@@ -18,7 +18,16 @@ import (
 // TASK_TEST_REQUIRE_POSTGRES=1. Creating the cluster takes a second or two.
 func OwnPostgres(t testing.TB) *Cluster {
 	t.Helper()
-	start := func() (*Cluster, error) { return startPostgresCluster() }
+	return OwnPostgresEnv(t)
+}
+
+// OwnPostgresEnv is OwnPostgres with env (NAME=value each) added to the
+// environment of the server process, not of initdb: a server whose clock
+// libfaketime shifts (LD_PRELOAD, FAKETIME), say. The variables hold for
+// every Start of the cluster.
+func OwnPostgresEnv(t testing.TB, env ...string) *Cluster {
+	t.Helper()
+	start := func() (*Cluster, error) { return startPostgresClusterEnv(env) }
 	return ownCluster(t, start, RequirePostgresEnv, preparePostgres)
 }
 
