@@ -74,6 +74,7 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error
+	wrote     bool            // the attempt wrote all it had to and asked to commit: only then may it have committed
 	fnErr     error           // the completion function's own error
 	refused   bool            // err is the database's or the runtime's refusal of what the settlement says
 	decided   Decisions       // the decisions written
@@ -200,15 +201,18 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 	var o outcome
 	o.err = s.m.transact(ctx, func(tx Tx) error {
 		o = outcome{}
+		var err error
 		switch how.intent {
 		case toComplete:
-			return s.complete(ctx, tx, b, how.completion, live, &o)
+			err = s.complete(ctx, tx, b, how.completion, live, &o)
 		case toFail:
 			o.evidence, o.completes = &live[0], []taskapi.State{taskapi.Failed}
-			return s.repo.Complete(ctx, tx, b.topic, failures(live, how.cause)...)
+			err = s.repo.Complete(ctx, tx, b.topic, failures(live, how.cause)...)
 		default:
-			return s.repo.Release(ctx, tx, b.topic, live...)
+			err = s.repo.Release(ctx, tx, b.topic, live...)
 		}
+		o.wrote = err == nil
+		return err
 	})
 	if o.err != nil && !o.refused {
 		// A run that its context interrupted is given back, whatever the
@@ -300,11 +304,13 @@ func (s *batchSettler[Tx]) settled(ctx context.Context, b *Batch, how settlement
 	}
 }
 
-// readBack tells whether an attempt committed: not while this owner still
-// holds any of live Active (a transaction writes all or nothing), else by
-// the state of its evidence, a task it completed; without one, a write
-// that made the tasks Ready again went through or another owner took them,
-// and either way they are not this owner's.
+// readBack tells whether an attempt committed, and which of live this
+// owner still holds: not when the attempt never got to ask for its commit
+// (its BEGIN or a statement failed), not while this owner still holds any
+// of live Active (a transaction writes all or nothing), else by the state
+// of its evidence, a task it completed; without one, a write that made the
+// tasks Ready again went through or another owner took them, and either way
+// they are not this owner's.
 func (s *batchSettler[Tx]) readBack(ctx context.Context, how settlement, live []taskapi.Task, o outcome) (bool, []taskapi.Task, error) {
 	lo, hi := span(live)
 	owned, err := s.m.ownActive(ctx, s.repo, taskapi.Range{From: lo, To: hi})
@@ -312,8 +318,8 @@ func (s *batchSettler[Tx]) readBack(ctx context.Context, how settlement, live []
 		return false, nil, err
 	}
 	held := slices.DeleteFunc(slices.Clone(live), func(t taskapi.Task) bool { return !slices.Contains(owned, t) })
-	if len(held) > 0 || o.evidence == nil {
-		return len(held) == 0, held, nil
+	if !o.wrote || len(held) > 0 || o.evidence == nil {
+		return o.wrote && len(held) == 0, held, nil
 	}
 	var info taskapi.Info
 	var found bool
