@@ -96,53 +96,90 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 		if how.intent == toAbandon {
 			return s.abandon(b, live, how.cause)
 		}
-		ctx, cancel := s.context(b)
-		unlock := s.lockFor(b, how, live)
-		o := s.attempt(ctx, b, how, live)
-		switch {
-		case o.err == nil:
-			unlock()
-			cancel()
-			return s.written(b, how, live, o, refusal)
-		case o.refused && how.intent == toComplete:
-			unlock()
-			cancel()
-			refusal = fmt.Errorf("taskproc: complete a batch of %q: %w", b.topic, o.err)
-			how = b.decidedBy(cmp.Or(o.fnErr, refusal), live)
-			continue
-		case o.refused: // a failure or a release the database refuses: give the tasks back
-			unlock()
-			cancel()
-			s.m.s.logger.Error("taskproc: the database refused a settlement", "topic", b.topic, "err", o.err)
-			return s.lose(b, live, fmt.Errorf("taskproc: settle a batch of %q: %w", b.topic, o.err))
-		}
-		if stale := staleOf(o.err); stale != nil {
-			unlock()
-			cancel()
-			s.m.s.logger.Warn("taskproc: tasks of a batch are not this owner's any more", "topic", b.topic, "sequences", stale)
-			if live = without(live, stale); len(live) == 0 {
-				return s.lost(b, how, refusal)
-			}
-			continue
-		}
-		committed, held, err := s.settled(ctx, b, how, live, o)
-		unlock()
-		cancel()
-		switch {
-		case err != nil: // the database could not tell: given up
-			return s.lose(b, live, err)
+		v := s.try(b, how, live)
+		switch v.verdict {
 		case committed:
-			return s.written(b, how, live, o, refusal)
-		case len(held) == 0:
+			return s.written(b, how, live, v.o, refusal)
+		case refusedCompletion:
+			refusal = fmt.Errorf("taskproc: complete a batch of %q: %w", b.topic, v.o.err)
+			how = b.decidedBy(cmp.Or(v.o.fnErr, refusal), live)
+		case refusedSettlement: // a failure or a release the database refuses: give the tasks back
+			s.m.s.logger.Error("taskproc: the database refused a settlement", "topic", b.topic, "err", v.o.err)
+			return s.lose(b, live, fmt.Errorf("taskproc: settle a batch of %q: %w", b.topic, v.o.err))
+		case unknown: // the database could not tell: given up
+			return s.lose(b, live, v.err)
+		case taken:
 			return s.lost(b, how, refusal)
-		}
-		live = held
-		wait := bo.next()
-		s.retrying(b, live, o.err, wait)
-		if b.revoked() == nil {
-			_ = sleep(b.writes, wait)
+		case partlyTaken:
+			s.m.s.logger.Warn("taskproc: tasks of a batch are not this owner's any more", "topic", b.topic, "sequences", v.stale)
+			live = v.held
+		case notCommitted:
+			live = v.held
+			wait := bo.next()
+			s.retrying(b, live, v.o.err, wait)
+			if b.revoked() == nil {
+				_ = sleep(b.writes, wait)
+			}
 		}
 	}
+}
+
+// A verdict is what an attempt of a settlement came to.
+type verdict int
+
+const (
+	committed         verdict = iota // written
+	notCommitted                     // a failure of the database, read back not to have committed: try again
+	refusedCompletion                // the completion function or the database refused its decisions
+	refusedSettlement                // the database refused a failure or a release
+	partlyTaken                      // some tasks are another owner's now: try again without them
+	taken                            // every task is another owner's now: nothing written
+	unknown                          // the database could not tell whether it committed
+)
+
+// tried is an attempt's verdict, with its outcome, the tasks this owner
+// still holds, those another owner took, and the error of a read-back
+// that failed.
+type tried struct {
+	verdict verdict
+	o       outcome
+	held    []taskapi.Task
+	stale   []int64
+	err     error
+}
+
+// try makes one attempt at writing how for live and, when it failed for the
+// database, finds out whether it committed. It holds the polling lock that
+// lockFor takes from the attempt to its read-back.
+func (s *batchSettler[Tx]) try(b *Batch, how settlement, live []taskapi.Task) tried {
+	ctx, cancel := s.context(b)
+	defer cancel()
+	defer s.lockFor(b, how, live)()
+	o := s.attempt(ctx, b, how, live)
+	switch {
+	case o.err == nil:
+		return tried{verdict: committed, o: o}
+	case o.refused && how.intent == toComplete:
+		return tried{verdict: refusedCompletion, o: o}
+	case o.refused:
+		return tried{verdict: refusedSettlement, o: o}
+	}
+	if stale := staleOf(o.err); stale != nil {
+		if held := without(live, stale); len(held) > 0 {
+			return tried{verdict: partlyTaken, o: o, held: held, stale: stale}
+		}
+		return tried{verdict: taken, o: o}
+	}
+	done, held, err := s.settled(ctx, b, how, live, o)
+	switch {
+	case err != nil:
+		return tried{verdict: unknown, o: o, err: err}
+	case done:
+		return tried{verdict: committed, o: o}
+	case len(held) == 0:
+		return tried{verdict: taken, o: o}
+	}
+	return tried{verdict: notCommitted, o: o, held: held}
 }
 
 // decidedBy is how the tasks of b in live are settled when the completion
