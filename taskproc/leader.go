@@ -126,14 +126,17 @@ func (l *leadership[Tx]) round(ctx context.Context) {
 	if !leading && l.m.fenced() {
 		return // a fenced owner may have been replaced: it leads nothing
 	}
-	leader, ok := any(l.m.repository()).(taskapi.Leader[Tx])
-	if !ok {
+	leader, isLeader := any(l.m.repository()).(taskapi.Leader[Tx])
+	if !isLeader {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.ttl/3)
 	defer cancel()
 	start := time.Now()
-	var next taskapi.Term
+	var (
+		next taskapi.Term
+		ok   bool
+	)
 	err := l.m.transact(ctx, func(tx Tx) (err error) {
 		if leading {
 			next, ok, err = leader.Renew(ctx, tx, term, l.ttl)
@@ -142,8 +145,9 @@ func (l *leadership[Tx]) round(ctx context.Context) {
 		}
 		return err
 	})
+	ok = ok && err == nil // a term only from a transaction that committed
 	switch {
-	case leading && (err != nil || !ok):
+	case leading && !ok:
 		l.lose(errors.Join(errors.New("taskproc: the renewal of the term failed"), err), err == nil)
 	case ok && !leading && next.Number == l.lostNumber():
 		// The term this Manager lost is still its own in the database (its
