@@ -237,11 +237,15 @@ func (b *Batch) refusal() error {
 // being written stops trying (and gives the tasks back, see write), and an
 // unsettled batch is given back at once. A later settlement is refused.
 func (b *Batch) revoke(cause error) {
-	b.stopWrites(cause) // first: a settlement that begins now sees it (see write)
-	b.cancel(cause)
+	// First take the batch: its handler's context, a child of writes', ends
+	// with stopWrites, and a settlement the handler makes on seeing that is
+	// refused. A settlement begun before sees the end of writes (see write).
 	b.partsOnce.Do(func() {}) // no split begins after this
+	unsettled := b.state.CompareAndSwap(pending, settling)
+	b.stopWrites(cause)
+	b.cancel(cause)
 	switch {
-	case b.state.CompareAndSwap(pending, settling):
+	case unsettled:
 		_ = b.settler.write(b, giveUp(cause))
 	case b.parts != nil:
 		b.revokeParts(giveUp(cause))
