@@ -35,6 +35,7 @@ func suite[Tx any](t *testing.T, b backend[Tx]) {
 	retryCases(all)
 	scheduleCases(all)
 	taskTxCases(all)
+	edgeCases(all)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -161,10 +162,17 @@ func (e *env[Tx]) count(states ...taskapi.State) int {
 // and fails the test when patience runs out.
 func (e *env[Tx]) eventually(what string, cond func() bool) {
 	e.t.Helper()
+	eventually(e.t, what, cond)
+}
+
+// eventually waits until cond holds, checking it every few milliseconds,
+// and fails t when patience runs out.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
 	deadline, pause := time.Now().Add(patience), time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%s: not within %v", what, patience)
+			t.Fatalf("%s: not within %v", what, patience)
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 100*time.Millisecond) // the checks cost too
@@ -213,16 +221,31 @@ func succeed(context.Context, taskapi.Task) (taskapi.Decision, error) {
 	return taskapi.Decision{Result: taskapi.Success}, nil
 }
 
-// recorder is a Listener that keeps every event.
+// recorder is a Listener that keeps every event, and when it was told.
 type recorder struct {
 	mu     sync.Mutex
 	events []taskproc.Event
+	times  []time.Time
 }
 
 func (r *recorder) Notify(e taskproc.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
+	r.times = append(r.times, time.Now())
+}
+
+// when returns when the events of kind were told.
+func (r *recorder) when(kind taskproc.EventKind) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Time
+	for i, e := range r.events {
+		if e.Kind == kind {
+			out = append(out, r.times[i])
+		}
+	}
+	return out
 }
 
 // of returns the events of kind.

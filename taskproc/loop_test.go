@@ -13,12 +13,13 @@ import (
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
-// hooked is a repository whose Poll and Heartbeat run hooks around the real
-// ones.
+// hooked is a repository whose Poll, Heartbeat and Expire run hooks around
+// the real ones.
 type hooked[Tx any] struct {
 	fullRepo[Tx]
 	poll      func(poll func() ([]taskapi.Task, error)) ([]taskapi.Task, error)
 	heartbeat atomic.Int64
+	expire    func(expire func() (int64, error)) (int64, error)
 }
 
 func (h *hooked[Tx]) Poll(ctx context.Context, tx Tx, name string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
@@ -32,6 +33,14 @@ func (h *hooked[Tx]) Poll(ctx context.Context, tx Tx, name string, size int, opt
 func (h *hooked[Tx]) Heartbeat(ctx context.Context, tx Tx) error {
 	h.heartbeat.Add(1)
 	return h.fullRepo.Heartbeat(ctx, tx)
+}
+
+func (h *hooked[Tx]) Expire(ctx context.Context, tx Tx, silence time.Duration) (int64, error) {
+	expire := func() (int64, error) { return h.fullRepo.Expire(ctx, tx, silence) }
+	if h.expire == nil {
+		return expire()
+	}
+	return h.expire(expire)
 }
 
 // batches records the batches a handler was given.

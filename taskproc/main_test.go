@@ -41,6 +41,9 @@ type backend[Tx any] struct {
 	mine  string
 	exec  func(ctx context.Context, db Tx, statement string) error
 	count func(ctx context.Context, db Tx, query string) (int, error)
+	// single is set when the database has one connection (SQLite): a
+	// transaction that never ends holds up every other.
+	single bool
 }
 
 var pgBackend = backend[taskpg.DB]{
@@ -82,6 +85,7 @@ func ansiBackend(dialect taskansi.Dialect, opts *sql.TxOptions, open func(t test
 			err := db.QueryRowContext(ctx, query).Scan(&n)
 			return n, err
 		},
+		single: dialect == taskansi.SQLite,
 	}
 }
 
