@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,8 +55,8 @@ func successor(previous string) (taskproc.Repository[taskpg.DB], error) {
 // TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted runs two
 // processes' worth of runtimes on one database. A holds a batch in its
 // handler when a proxy cuts it off from the database for longer than the
-// expiry: B expires A's tasks, revives and completes them; A fences itself,
-// its late completion is refused, and once the database answers again it
+// expiry: B expires A's tasks, revives and completes them; A fences itself
+// before B expires them (the gap is logged), its late completion is refused, and once the database answers again it
 // goes on under a new owner name. Every task ends Succeeded once, and none
 // of the tasks A held is completed by A's old identity.
 func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
@@ -133,7 +134,16 @@ func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
 	stale := within(t, "A's first batch", held)
 
 	repoB, _ := taskpg.New("proc-b")
-	b, err := taskproc.New[taskpg.DB](repoB, taskpg.Transact(direct), append(opts, taskproc.WithRevival())...)
+	var expired atomic.Pointer[time.Time] // when B's first Expire that took tasks (A's) returned
+	hookedB := &hooked[taskpg.DB]{fullRepo: repoB}
+	hookedB.expire = func(expire func() (int64, error)) (int64, error) {
+		n, err := expire()
+		if now := time.Now(); n > 0 {
+			expired.CompareAndSwap(nil, &now)
+		}
+		return n, err
+	}
+	b, err := taskproc.New[taskpg.DB](hookedB, taskpg.Transact(direct), append(opts, taskproc.WithRevival())...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +171,13 @@ func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
 		}
 	}
 	eventually("A fences itself", func() bool { return len(events.of(taskproc.EventFenced)) > 0 })
+	eventually("B expires A's tasks", func() bool { return expired.Load() != nil })
+	// A cut-off process fences itself before another can expire it.
+	if fenced, took := events.when(taskproc.EventFenced)[0], *expired.Load(); fenced.Before(took) {
+		t.Logf("A fenced itself %v before B expired its tasks", took.Sub(fenced))
+	} else {
+		t.Errorf("A fenced itself %v after B expired its tasks, want before", fenced.Sub(took))
+	}
 	if err := within(t, "A's late completion", late); !errors.Is(err, taskproc.ErrSettled) {
 		t.Errorf("the fenced owner's late completion = %v, want ErrSettled", err)
 	}
