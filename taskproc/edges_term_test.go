@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,22 +76,14 @@ func (r *cutRigPG) info(t *testing.T, task taskapi.Task) taskapi.Info {
 	return info
 }
 
-// client returns a Client of owner with transactions on pool, stopped when
-// the test ends.
+// client returns a Client of owner on pool, stopped when the test ends.
 func (r *cutRigPG) client(t *testing.T, owner string, pool *pgxpool.Pool, opts ...taskproc.Option) *taskproc.Client[taskpg.DB] {
-	t.Helper()
-	return r.clientTx(t, owner, taskpg.Transact(pool), opts...)
-}
-
-// clientTx returns a Client of owner with transactions through transact,
-// stopped when the test ends.
-func (r *cutRigPG) clientTx(t *testing.T, owner string, transact taskproc.Transact[taskpg.DB], opts ...taskproc.Option) *taskproc.Client[taskpg.DB] {
 	t.Helper()
 	repo, err := taskpg.New(owner)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := taskproc.New[taskpg.DB](repo, transact, opts...)
+	c, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(pool), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,21 +228,13 @@ func TestALostTermEndsItsBatchAndItsTasksComeBackAfterAHeartbeat(t *testing.T) {
 
 // TestALostTermIsNeverLedAgain proves that a leader whose term was lost
 // (its renewal failed, and nobody ended the term in the database) never
-// leads that term again once the database answers, nor leads while it
-// cannot reach the database: the next term it leads has a higher number.
+// leads that term again once the database answers, while the term is
+// still current there: the next term it leads has a higher number.
 func TestALostTermIsNeverLedAgain(t *testing.T) {
-	const ttl = 900 * time.Millisecond // long enough that the lost term is still current when the connection is back
+	const ttl = 900 * time.Millisecond // the lost term is still current at the round after the connection is back
 	rig := newCutRigPG(t, topic)
 	events := &recorder{}
-	var failed atomic.Int32
-	cutOff := taskpg.Transact(rig.cutOff)
-	a := rig.clientTx(t, "proc-a", func(ctx context.Context, fn func(tx taskpg.DB) error) error {
-		err := cutOff(ctx, fn)
-		if err != nil {
-			failed.Add(1)
-		}
-		return err
-	}, taskproc.WithListener(events))
+	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithListener(events))
 	handle(t, a, topic, taskproc.Sequential(succeed), taskproc.WithLeadership(ttl))
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -259,8 +242,6 @@ func TestALostTermIsNeverLedAgain(t *testing.T) {
 	eventually(t, "A leads", func() bool { return len(events.of(taskproc.EventLeading)) > 0 })
 	rig.proxy.Cut()
 	eventually(t, "A loses its term", func() bool { return len(events.of(taskproc.EventConceded)) > 0 })
-	n := failed.Load()
-	eventually(t, "A's tries to lead again fail", func() bool { return failed.Load() >= n+3 })
 	rig.proxy.Restore()
 	eventually(t, "A leads again", func() bool { return len(events.of(taskproc.EventLeading)) > 1 })
 	lost := events.of(taskproc.EventConceded)[0].Term.Number
