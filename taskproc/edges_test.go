@@ -78,7 +78,8 @@ func stoppingKeepsOwnerAlive[Tx any](t *testing.T, e *env[Tx]) {
 	opts := []taskproc.Option{taskproc.WithHeartbeat(heartbeat), taskproc.WithExpiry(expiry), taskproc.WithPause(20 * time.Millisecond)}
 	results := &owners{}
 	held, finish := make(chan []taskapi.Task, 1), make(chan struct{})
-	var first sync.Once
+	var first, finished sync.Once
+	defer finished.Do(func() { close(finish) })
 	complete := completing(results, "proc")
 	a := e.client(e.repo, opts...)
 	handle(t, a, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
@@ -119,7 +120,7 @@ func stoppingKeepsOwnerAlive[Tx any](t *testing.T, e *env[Tx]) {
 	e.eventually("two sweeps of B past A's expiry", func() bool { return sweptPast.Load() >= 2 })
 	empty := len(events.of(taskproc.EventEmpty))
 	e.eventually("a poll of B after them", func() bool { return len(events.of(taskproc.EventEmpty)) > empty })
-	close(finish)
+	finished.Do(func() { close(finish) })
 	if err := within(t, "A's Stop", stopped); err != nil {
 		t.Errorf("Stop = %v, want nil: the held batch was settled", err)
 	}
@@ -185,6 +186,8 @@ func drainingWhileWaitingForASlot[Tx any](t *testing.T, e *env[Tx]) {
 	events := &recorder{}
 	limiter := taskproc.Bounded(1)
 	held, free := make(chan struct{}), make(chan struct{})
+	var freed sync.Once
+	defer freed.Do(func() { close(free) })
 	var seen batches
 	c := e.client(e.repo, taskproc.WithLimiter(limiter), taskproc.WithListener(events), taskproc.WithPause(20*time.Millisecond))
 	handle(t, c, other, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
@@ -203,7 +206,7 @@ func drainingWhileWaitingForASlot[Tx any](t *testing.T, e *env[Tx]) {
 	m := c.Manager(topic)
 	e.eventually("drained", m.Drained)
 	empty := emptyPolls(events, other)
-	close(free)
+	freed.Do(func() { close(free) })
 	// The limiter serves its waiters in turn: once the other topic's loop
 	// polls again, the slot has been through the draining loop.
 	e.eventually("the other topic's next poll", func() bool { return emptyPolls(events, other) > empty })
@@ -243,7 +246,6 @@ func pollUnderWay[Tx any](a taskapi.Activation) suiteCase[Tx] {
 		)
 		blocked, unblock := make(chan struct{}), make(chan struct{})
 		var gate, opened sync.Once
-		defer opened.Do(func() { close(unblock) })
 		repo := &hooked[Tx]{fullRepo: e.repo}
 		repo.poll = func(poll func() ([]taskapi.Task, error)) ([]taskapi.Task, error) {
 			polled = true
@@ -268,6 +270,7 @@ func pollUnderWay[Tx any](a taskapi.Activation) suiteCase[Tx] {
 			t.Fatal(err)
 		}
 		defer stopWithin(t, c.Stop)
+		defer opened.Do(func() { close(unblock) }) // before the Stop
 		var seen batches
 		handle(t, c, topic, recording(&seen))
 		e.start(c)
