@@ -1,0 +1,102 @@
+package taskproc
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// runCompletion calls a completion function, turning a panic into an error.
+func runCompletion[Tx any](ctx context.Context, tx Tx, completion any) (d Decisions, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = panicError(p)
+		}
+	}()
+	switch fn := completion.(type) {
+	case func(context.Context) (Decisions, error):
+		return fn(ctx)
+	case func(context.Context, Tx) (Decisions, error):
+		return fn(ctx, tx)
+	}
+	return nil, fmt.Errorf("completion of type %T: %w", completion, taskapi.ErrInvalidArgument)
+}
+
+// completionsOf pairs each of tasks with its decision from d, Failure for
+// a task without one. A decision for a task that is not in all, the batch,
+// is an error that names it; one for a task of all that is not in tasks
+// (another owner's now) is left out.
+func completionsOf(all, tasks []taskapi.Task, d Decisions) ([]taskapi.Completion, error) {
+	inBatch := make(map[taskapi.Task]bool, len(all))
+	for _, task := range all {
+		inBatch[task] = true
+	}
+	var unknown []int64
+	for task := range d {
+		if !inBatch[task] {
+			unknown = append(unknown, task.Sequence)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return nil, fmt.Errorf("decisions for tasks that are not in the batch: %s", joinSequences(unknown))
+	}
+	completions := make([]taskapi.Completion, len(tasks))
+	for i, task := range tasks {
+		decision, ok := d[task]
+		if !ok {
+			decision = taskapi.Decision{Result: taskapi.Failure, Output: noDecision}
+		}
+		completions[i] = taskapi.Completion{Task: task, Decision: decision}
+	}
+	return completions, nil
+}
+
+// decisionsOf returns the decisions of completions.
+func decisionsOf(completions []taskapi.Completion) Decisions {
+	d := make(Decisions, len(completions))
+	for _, c := range completions {
+		d[c.Task] = c.Decision
+	}
+	return d
+}
+
+// failures returns a Failure with cause's text for each of tasks. The text
+// is made valid for an output (UTF-8 without NUL bytes), so that the
+// failure of a batch is never refused for its own message.
+func failures(tasks []taskapi.Task, cause error) []taskapi.Completion {
+	output := strings.ReplaceAll(strings.ToValidUTF8(cause.Error(), "\uFFFD"), "\x00", "\uFFFD")
+	completions := make([]taskapi.Completion, len(tasks))
+	for i, task := range tasks {
+		completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Failure, Output: output}}
+	}
+	return completions
+}
+
+// without returns tasks but those with the given sequences.
+func without(tasks []taskapi.Task, sequences []int64) []taskapi.Task {
+	return slices.DeleteFunc(slices.Clone(tasks), func(t taskapi.Task) bool { return slices.Contains(sequences, t.Sequence) })
+}
+
+// sequences returns the sequences of tasks, ascending.
+func sequences(tasks []taskapi.Task) []int64 {
+	out := make([]int64, len(tasks))
+	for i, t := range tasks {
+		out[i] = t.Sequence
+	}
+	slices.Sort(out)
+	return out
+}
+
+// joinSequences lists sequences for a message.
+func joinSequences(sequences []int64) string {
+	parts := make([]string, len(sequences))
+	for i, s := range sequences {
+		parts[i] = strconv.FormatInt(s, 10)
+	}
+	return strings.Join(parts, ", ")
+}
