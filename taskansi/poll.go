@@ -23,7 +23,7 @@ import (
 // dialect's lock on the topic (see the package documentation). A poll
 // under a term first makes sure of the term (see pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	p, err := check.PollBy(r.owner, topic, opts)
+	p, err := check.Poll(r.owner, topic, opts)
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}

@@ -20,7 +20,7 @@ import (
 // poll under a term claims only while the term is current, in the same
 // statement (see pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	p, err := check.PollBy(r.owner, topic, opts)
+	p, err := check.Poll(r.owner, topic, opts)
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
 	}

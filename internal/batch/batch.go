@@ -64,21 +64,6 @@ func Decisions(completions []taskapi.Completion) ([]seqrange.Run[taskapi.Decisio
 	return runs(decisions), len(decisions)
 }
 
-// Results returns the result of every task that assignments name, by
-// sequence, coalesced into runs of consecutive sequences with one result, and
-// how many tasks they name. When a task is named twice, the more severe
-// result wins.
-func Results(assignments []taskapi.Assignment) ([]seqrange.Run[taskapi.Result], int) {
-	results := map[int64]taskapi.Result{}
-	for _, a := range assignments {
-		if old, ok := results[a.Task.Sequence]; ok {
-			a.Result = a.Result.Merge(old)
-		}
-		results[a.Task.Sequence] = a.Result
-	}
-	return runs(results), len(results)
-}
-
 // Assignments returns what every task that assignments name becomes, by
 // sequence: the result and the output that replaces the task's own (empty:
 // kept), coalesced into runs of consecutive sequences with one result and

@@ -52,15 +52,6 @@ func TestDecisionsKeepTheMoreSevereThenTheLaterOutput(t *testing.T) {
 	}
 }
 
-func TestResultsMerge(t *testing.T) {
-	runs, n := batch.Results([]taskapi.Assignment{
-		{Task: taskapi.Task{Sequence: 7}, Result: taskapi.Success}, {Task: taskapi.Task{Sequence: 7}, Result: taskapi.Suspension},
-	})
-	if n != 1 || len(runs) != 1 || runs[0].Key != taskapi.Suspension {
-		t.Errorf("Results = %v, %d; want one Suspension", runs, n)
-	}
-}
-
 func TestAssignmentsKeepTheOutputsApart(t *testing.T) {
 	assign := func(sequence int64, result taskapi.Result, output string) taskapi.Assignment {
 		return taskapi.Assignment{Task: taskapi.Task{Sequence: sequence}, Result: result, Output: output}

@@ -152,52 +152,6 @@ func mapsEqual[K, V comparable](a, b map[K]V) bool {
 	return true
 }
 
-// FuzzResults checks Results, the merge of the results of Reassign, against
-// a brute-force oracle.
-//
-// Properties, for any assignments with defined results (check.Assignments
-// runs first) and sequences named once or more:
-//   - Results never panics;
-//   - every task named gets exactly one result, the most severe named for
-//     it (the minimum, as Result.Merge), in ascending, coalesced runs (see
-//     checkRuns), and the count is the number of distinct sequences;
-//   - the merge is commutative and associative: any order of the
-//     assignments (reversed, rotated) gives the same runs.
-func FuzzResults(f *testing.F) {
-	f.Add(int64(0), []byte{7, 3, 7, 1, 8, 3, 9, 3, 10, 0})
-	f.Add(int64(0), []byte{})
-	f.Add(int64(1), []byte{0, 3, 0, 2, 0, 1, 0, 0, 0, 3})
-	f.Add(int64(math.MaxInt64), []byte{0, 3, 0xff, 3, 1, 3})
-	f.Add(int64(math.MinInt64), []byte{0, 2, 0xff, 2, 1, 2})
-	f.Fuzz(func(t *testing.T, base int64, data []byte) {
-		var assignments []taskapi.Assignment
-		want := map[int64]taskapi.Result{}
-		for i := 0; i+1 < len(data); i += 2 {
-			a := taskapi.Assignment{Task: taskapi.Task{Sequence: sequence(base, data[i])}, Result: taskapi.Result(data[i+1] & 3)}
-			assignments = append(assignments, a)
-			if old, ok := want[a.Task.Sequence]; !ok || a.Result < old {
-				want[a.Task.Sequence] = a.Result
-			}
-		}
-		runs, n := batch.Results(slices.Clone(assignments))
-		if n != len(want) {
-			t.Fatalf("Results counts %d tasks, want the %d distinct ones named", n, len(want))
-		}
-		checkRuns(t, runs, want)
-		reversed := slices.Clone(assignments)
-		slices.Reverse(reversed)
-		rotated := slices.Clone(assignments)
-		if len(rotated) > 1 {
-			rotated = append(rotated[len(rotated)/3:], rotated[:len(rotated)/3]...)
-		}
-		for name, other := range map[string][]taskapi.Assignment{"reversed": reversed, "rotated": rotated} {
-			if got, m := batch.Results(other); m != n || !slices.Equal(got, runs) {
-				t.Fatalf("Results of the assignments %s = %v, %d; want %v, %d", name, got, m, runs, n)
-			}
-		}
-	})
-}
-
 // FuzzAssignments checks Assignments, what Reassign makes of every task
 // named, against a brute-force oracle.
 //
@@ -211,8 +165,6 @@ func FuzzResults(f *testing.F) {
 //   - a task named several times gets the most severe result named for it,
 //     with the output named with it; on a tie the later output that is not
 //     empty (empty keeps the task's own);
-//   - the results do not depend on the order of the assignments, as
-//     Results gives them.
 func FuzzAssignments(f *testing.F) {
 	f.Add(int64(0), "x", []byte{2, 0x03, 1, 0x03, 3, 0x00, 3, 0x07, 5, 0x06, 5, 0x0a})
 	f.Add(int64(0), "", []byte{})
@@ -245,15 +197,6 @@ func FuzzAssignments(f *testing.F) {
 			t.Fatalf("Assignments counts %d tasks, want the %d distinct ones named", n, len(want))
 		}
 		checkRuns(t, runs, want)
-		results, m := batch.Results(assignments)
-		if m != n {
-			t.Fatalf("Results counts %d tasks, Assignments %d", m, n)
-		}
-		resultOf := map[int64]taskapi.Result{}
-		for s, d := range want {
-			resultOf[s] = d.Result
-		}
-		checkRuns(t, results, resultOf)
 	})
 }
 

@@ -10,16 +10,10 @@ import (
 // The arguments of whole calls, checked in one place so that every
 // implementation rejects the same input with the same error.
 
-// Poll checks Poll's topic and options and resolves the order and the
-// condition; a Term must be of topic (see PollBy).
-func Poll(topic string, opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
-	p, err := polling(topic, opts)
-	return p.Order, p.Condition, err
-}
-
-// PollBy checks the arguments of Poll of the repository of owner and
-// resolves its options: a Term must be of topic and owner.
-func PollBy(owner, topic string, opts []taskapi.PollOption) (Polling, error) {
+// Poll checks the arguments of Poll of the repository of owner and
+// resolves its options (see pollOptions): a Term must be of topic and
+// owner.
+func Poll(owner, topic string, opts []taskapi.PollOption) (Polling, error) {
 	p, err := polling(topic, opts)
 	if err == nil && p.Term != nil && p.Term.Owner != owner {
 		err = fmt.Errorf("term %d of %q is led by %q, not by this repository's owner %q: %w",

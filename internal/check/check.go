@@ -127,16 +127,10 @@ type Polling struct {
 	Term      *taskapi.Term
 }
 
-// PollOptions resolves Poll's options into an order and a condition. The
-// default is FIFO, Unconditional; an option given twice must say the same
-// both times (FIFO with LIFO, or two conditions, contradict each other). A
-// Term is accepted once, with a Number of 1 or more; PollBy resolves it and
-// checks its topic and owner.
-func PollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
-	p, err := pollOptions(opts)
-	return p.Order, p.Condition, err
-}
-
+// pollOptions resolves Poll's options. The default is FIFO, Unconditional;
+// an option given twice must say the same both times (FIFO with LIFO, or
+// two conditions, contradict each other). A Term is accepted once, with a
+// Number of 1 or more; Poll checks its topic and owner.
 func pollOptions(opts []taskapi.PollOption) (Polling, error) {
 	p := Polling{Order: taskapi.FIFO, Condition: taskapi.Unconditional}
 	var ordered, limited bool // an order, a condition was given

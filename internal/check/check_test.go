@@ -108,22 +108,28 @@ func TestDurationAndEnums(t *testing.T) {
 	}
 }
 
+// pollOptions resolves opts as a poll of topic t by owner o.
+func pollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
+	p, err := check.Poll("o", "t", opts)
+	return p.Order, p.Condition, err
+}
+
 func TestPollOptions(t *testing.T) {
 	t.Parallel()
-	order, cond, err := check.PollOptions(nil)
+	order, cond, err := pollOptions(nil)
 	if err != nil || order != taskapi.FIFO || cond != taskapi.Unconditional {
 		t.Errorf("defaults = %v, %v, %v", order, cond, err)
 	}
-	order, cond, err = check.PollOptions([]taskapi.PollOption{taskapi.SingularByIdentifier, taskapi.LIFO})
+	order, cond, err = pollOptions([]taskapi.PollOption{taskapi.SingularByIdentifier, taskapi.LIFO})
 	if err != nil || order != taskapi.LIFO || cond != taskapi.SingularByIdentifier {
 		t.Errorf("LIFO, singular = %v, %v, %v", order, cond, err)
 	}
 	for _, bad := range []taskapi.PollOption{taskapi.Order(2), taskapi.Condition(-1)} {
-		if _, _, err := check.PollOptions([]taskapi.PollOption{bad}); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		if _, _, err := pollOptions([]taskapi.PollOption{bad}); !errors.Is(err, taskapi.ErrInvalidArgument) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
-	order, cond, err = check.PollOptions([]taskapi.PollOption{taskapi.LIFO, taskapi.SingularByIdentifier, taskapi.LIFO, taskapi.SingularByIdentifier})
+	order, cond, err = pollOptions([]taskapi.PollOption{taskapi.LIFO, taskapi.SingularByIdentifier, taskapi.LIFO, taskapi.SingularByIdentifier})
 	if err != nil || order != taskapi.LIFO || cond != taskapi.SingularByIdentifier {
 		t.Errorf("an option repeated = %v, %v, %v; want it accepted", order, cond, err)
 	}
@@ -133,24 +139,24 @@ func TestPollOptions(t *testing.T) {
 		{taskapi.SingularByIdentifier, taskapi.SingularByIdentifierSuspendOnFailure},
 		{taskapi.Unconditional, taskapi.SingularByIdentifier},
 	} {
-		if _, _, err := check.PollOptions(contradiction); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		if _, _, err := pollOptions(contradiction); !errors.Is(err, taskapi.ErrInvalidArgument) {
 			t.Errorf("%v: error %v, want ErrInvalidArgument", contradiction, err)
 		}
 	}
 }
 
-func TestPollByTakesATermOfThePollsTopicAndOwner(t *testing.T) {
+func TestPollTakesATermOfThePollsTopicAndOwner(t *testing.T) {
 	t.Parallel()
 	term := taskapi.Term{Topic: "t", Owner: "o", Number: 3}
-	p, err := check.PollBy("o", "t", []taskapi.PollOption{taskapi.LIFO, term, taskapi.SingularByIdentifier})
+	p, err := check.Poll("o", "t", []taskapi.PollOption{taskapi.LIFO, term, taskapi.SingularByIdentifier})
 	if err != nil || p.Order != taskapi.LIFO || p.Condition != taskapi.SingularByIdentifier || p.Term == nil || *p.Term != term {
-		t.Errorf("PollBy with a term = %+v, %v; want LIFO, singular, %+v", p, err, term)
+		t.Errorf("Poll with a term = %+v, %v; want LIFO, singular, %+v", p, err, term)
 	}
-	if p, err := check.PollBy("o", "t", nil); err != nil || p.Term != nil || p.Order != taskapi.FIFO {
-		t.Errorf("PollBy without options = %+v, %v; want FIFO without a term", p, err)
+	if p, err := check.Poll("o", "t", nil); err != nil || p.Term != nil || p.Order != taskapi.FIFO {
+		t.Errorf("Poll without options = %+v, %v; want FIFO without a term", p, err)
 	}
-	if order, _, err := check.PollOptions([]taskapi.PollOption{term, taskapi.LIFO}); err != nil || order != taskapi.LIFO {
-		t.Errorf("PollOptions with a term = %v, %v; want LIFO", order, err)
+	if order, _, err := pollOptions([]taskapi.PollOption{term, taskapi.LIFO}); err != nil || order != taskapi.LIFO {
+		t.Errorf("a term and LIFO = %v, %v; want LIFO", order, err)
 	}
 	withTopic, withOwner, withNumber := term, term, term
 	withTopic.Topic, withOwner.Owner, withNumber.Number = "u", "p", 0
@@ -161,15 +167,12 @@ func TestPollByTakesATermOfThePollsTopicAndOwner(t *testing.T) {
 		"two terms":               {term, term},
 		"two different terms":     {term, withOwner},
 	} {
-		if _, err := check.PollBy("o", "t", opts); !errors.Is(err, taskapi.ErrInvalidArgument) {
-			t.Errorf("PollBy with %s: error %v, want ErrInvalidArgument", name, err)
+		if _, err := check.Poll("o", "t", opts); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("Poll with %s: error %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, _, err := check.Poll("t", []taskapi.PollOption{withTopic}); !errors.Is(err, taskapi.ErrInvalidArgument) {
-		t.Errorf("Poll with a term of another topic: error %v, want ErrInvalidArgument", err)
-	}
-	if _, err := check.PollBy("o", "", []taskapi.PollOption{taskapi.Term{Owner: "o", Number: 1}}); !errors.Is(err, taskapi.ErrInvalidArgument) {
-		t.Errorf("PollBy of an empty topic with its term: error %v, want ErrInvalidArgument", err)
+	if _, err := check.Poll("o", "", []taskapi.PollOption{taskapi.Term{Owner: "o", Number: 1}}); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("Poll of an empty topic with its term: error %v, want ErrInvalidArgument", err)
 	}
 }
 
@@ -251,7 +254,7 @@ func TestCalls(t *testing.T) {
 			t.Errorf("good call %d: %v", i, err)
 		}
 	}
-	if _, _, err := check.Poll("", nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
+	if _, err := check.Poll("o", "", nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
 		t.Errorf("Poll with an empty topic: %v", err)
 	}
 }

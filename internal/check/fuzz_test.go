@@ -490,22 +490,20 @@ func pollOption(b byte) taskapi.PollOption {
 	return taskapi.Condition(math.MinInt + v)
 }
 
-// FuzzPollOptions checks PollOptions, Poll and PollBy against the
-// documented rules of Poll's options.
+// FuzzPollOptions checks Poll against the documented rules of Poll's
+// options.
 //
 // Properties, for any list of options (Orders and Conditions of any value,
 // Terms of any number, nil options) and any topic:
 //   - nothing panics;
-//   - PollOptions accepts exactly the lists in which every option is a
+//   - the options are valid exactly when every option is a
 //     defined Order (FIFO, LIFO), Condition (0 to 3) or Term numbered 1 or
 //     more, and all the Orders are equal, and all the Conditions are equal
 //     (an option given twice alike is fine; FIFO with LIFO, or two
 //     conditions, contradict), and there is one Term at most;
-//   - what it resolves is the Order given, else FIFO, and the Condition
-//     given, else Unconditional;
 //   - Poll accepts exactly a valid topic with such options, a Term of that
-//     topic among them, and resolves them alike; PollBy accepts exactly
-//     what Poll does with a Term of its owner, and resolves the Term too;
+//     topic and of its owner among them, and resolves the Order given,
+//     else FIFO, the Condition given, else Unconditional, and the Term;
 //   - every error wraps ErrInvalidArgument with a short printable message.
 func FuzzPollOptions(f *testing.F) {
 	enc := func(opts ...taskapi.PollOption) []byte {
@@ -562,23 +560,13 @@ func FuzzPollOptions(f *testing.F) {
 				ok = false
 			}
 		}
-		order, condition, err := check.PollOptions(opts)
-		wantVerdict(t, "PollOptions", err, ok)
-		if ok && (order != wantOrder || condition != wantCondition) {
-			t.Fatalf("PollOptions(%v) = %v, %v; want %v, %v", opts, order, condition, wantOrder, wantCondition)
-		}
 		topicOK := nameOK(topic, docTopicLimit, false) && (term == nil || term.Topic == topic)
-		order, condition, err = check.Poll(topic, opts)
-		wantVerdict(t, "Poll", err, ok && topicOK)
-		if ok && topicOK && (order != wantOrder || condition != wantCondition) {
-			t.Fatalf("Poll(%v) = %v, %v; want %v, %v", opts, order, condition, wantOrder, wantCondition)
-		}
 		ownerOK := term == nil || term.Owner == "o"
-		p, err := check.PollBy("o", topic, opts)
-		wantVerdict(t, "PollBy", err, ok && topicOK && ownerOK)
+		p, err := check.Poll("o", topic, opts)
+		wantVerdict(t, "Poll", err, ok && topicOK && ownerOK)
 		if ok && topicOK && ownerOK && (p.Order != wantOrder || p.Condition != wantCondition ||
 			(p.Term == nil) != (term == nil) || term != nil && *p.Term != *term) {
-			t.Fatalf("PollBy(%v) = %+v; want %v, %v, %v", opts, p, wantOrder, wantCondition, term)
+			t.Fatalf("Poll(%v) = %+v; want %v, %v, %v", opts, p, wantOrder, wantCondition, term)
 		}
 	})
 }
