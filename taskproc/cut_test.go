@@ -285,6 +285,7 @@ func cutPaths[Tx any](t *testing.T, rig *cutRig[Tx]) {
 // cutEvery settles a task by path with a cut at statement 1, 2, … of the
 // settlement, until a run whose settlement sent fewer statements.
 func cutEvery[Tx any](t *testing.T, rig *cutRig[Tx], repo fullRepo[Tx], topic string, path cutPath[Tx], mode netproxy.Mode) {
+	var cut []string
 	for n := 1; n <= maxCutStatements; n++ {
 		at, fired := cutOnce(t, rig, repo, topic, path, n, mode)
 		if t.Failed() {
@@ -294,8 +295,11 @@ func cutEvery[Tx any](t *testing.T, rig *cutRig[Tx], repo fullRepo[Tx], topic st
 			if n == 1 {
 				t.Fatal("the settlement sent no statement to cut")
 			}
+			t.Logf("cut %v each of %d statements: %s", mode, n-1, strings.Join(cut, " | "))
 			return
 		}
+		text := strings.Join(strings.Fields(at.SQL), " ")
+		cut = append(cut, text[:min(len(text), 40)])
 	}
 	t.Fatalf("the settlement sent more than %d statements", maxCutStatements)
 }
