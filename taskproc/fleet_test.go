@@ -140,6 +140,44 @@ func fleetCases[Tx any](all map[string]suiteCase[Tx]) {
 		e.allIn(2, taskapi.Succeeded)
 	}
 
+	all["AStoppingLeaderKeepsItsTermUntilItsBatchesAreSettled"] = func(t *testing.T, e *env[Tx]) {
+		// A leader that stops goes on renewing its term while its batch
+		// finishes: the batch is not given up for a lost term, and no
+		// other process leads before it is settled.
+		const ttl = 300 * time.Millisecond
+		e.push("a")
+		s := &spans{}
+		held, finish := make(chan context.Context, 1), make(chan struct{})
+		a := e.client(e.owner("a"))
+		handle(t, a, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
+			held <- ctx
+			<-finish
+			return b.Complete(every(b, taskapi.Success))
+		}), taskproc.WithLeadership(ttl), taskproc.WithLeaderCallback(s.callback("a")))
+		e.start(a)
+		ctx := within(t, "A's batch", held)
+		b := e.client(e.owner("b"))
+		handle(t, b, other, taskproc.Sequential(succeed))
+		handle(t, b, topic, taskproc.Sequential(succeed), taskproc.WithLeadership(ttl), taskproc.WithLeaderCallback(s.callback("b")))
+		e.start(b)
+		stopped := make(chan error, 1)
+		go func() { stopped <- a.Stop(context.Background()) }()
+		e.eventually("A stopped polling", func() bool { return !a.Manager(topic).Active() })
+		time.Sleep(4 * ttl) // several renewals, and a term's length past A's last poll
+		if s.led("b") {
+			t.Errorf("B led while A's batch still ran")
+		}
+		if err := context.Cause(ctx); err != nil {
+			t.Errorf("A's batch ended with %v while it ran, want it held until settled", err)
+		}
+		close(finish)
+		if err := within(t, "A's Stop", stopped); err != nil {
+			t.Errorf("A's Stop = %v", err)
+		}
+		e.allIn(1, taskapi.Succeeded)
+		e.eventually("B leads once A conceded", func() bool { return b.Manager(topic).Leading() })
+	}
+
 	all["OnlyTheLeaderPollsAndAnotherTakesOverWhenItStops"] = func(t *testing.T, e *env[Tx]) {
 		e.push(ids(60, 60)...)
 		s := &spans{}

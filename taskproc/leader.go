@@ -104,11 +104,7 @@ func (l *leadership[Tx]) run(r *run) {
 	defer ticker.Stop()
 	ctx := context.WithoutCancel(r.ctx)
 	for {
-		select {
-		case <-r.loopCtx.Done():
-		default:
-			l.round(ctx) // a stopping Manager renews only
-		}
+		l.round(ctx, r.loopCtx.Err() != nil) // a stopping Manager renews, and leads no new term
 		select {
 		case <-r.unelect:
 			l.lose(nil, true)
@@ -118,12 +114,12 @@ func (l *leadership[Tx]) run(r *run) {
 	}
 }
 
-// round leads when nobody does, or renews the term.
-func (l *leadership[Tx]) round(ctx context.Context) {
+// round leads when nobody does, unless renewOnly, or renews the term.
+func (l *leadership[Tx]) round(ctx context.Context, renewOnly bool) {
 	l.mu.Lock()
 	term, leading := l.term, l.cancel != nil
 	l.mu.Unlock()
-	if !leading && l.m.fenced() {
+	if !leading && (renewOnly || l.m.fenced()) {
 		return // a fenced owner may have been replaced: it leads nothing
 	}
 	leader, isLeader := any(l.m.repository()).(taskapi.Leader[Tx])
