@@ -140,6 +140,20 @@ func fleetCases[Tx any](all map[string]suiteCase[Tx]) {
 		e.allIn(2, taskapi.Succeeded)
 	}
 
+	all["AnIdleTopicIsDrainedAtOnce"] = func(t *testing.T, e *env[Tx]) {
+		// A loop that waits its pause after an empty poll cannot claim:
+		// Drained says so at once, not after the pause.
+		c := e.client(e.repo, taskproc.WithPause(time.Hour))
+		events := &recorder{}
+		handle(t, c, topic, taskproc.Sequential(succeed), taskproc.WithListener(events))
+		e.start(c)
+		e.eventually("an empty poll", func() bool { return len(events.of(taskproc.EventEmpty)) > 0 })
+		if err := c.SetActivation(e.ctx, topic, taskapi.Draining); err != nil {
+			t.Fatal(err)
+		}
+		e.eventually("drained", c.Manager(topic).Drained)
+	}
+
 	all["AStoppingLeaderKeepsItsTermUntilItsBatchesAreSettled"] = func(t *testing.T, e *env[Tx]) {
 		// A leader that stops goes on renewing its term while its batch
 		// finishes: the batch is not given up for a lost term, and no

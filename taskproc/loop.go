@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -78,7 +79,8 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 	}
 	m.tidy(r.ctx)
 	m.claiming.Add(1)
-	defer m.claiming.Add(-1) // once the batch is registered in r.batches
+	claimed := sync.OnceFunc(func() { m.claiming.Add(-1) }) // once what it polled is registered, or given back
+	defer claimed()
 	term, ok := m.term()
 	if m.held() || !ok {
 		slot()
@@ -105,6 +107,7 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 			return nil
 		}
 	}
+	claimed() // not while the handler runs or the loop waits: the batch counts in flight now
 	m.handOver(r, wake, b, slot)
 	return nil
 }
