@@ -133,13 +133,17 @@ func (l *leadership[Tx]) round(ctx context.Context, renewOnly bool) {
 		next taskapi.Term
 		ok   bool
 	)
-	err := l.m.transact(ctx, func(tx Tx) (err error) {
-		if leading {
-			next, ok, err = leader.Renew(ctx, tx, term, l.ttl)
-		} else {
-			next, ok, err = leader.Lead(ctx, tx, l.m.topic, l.ttl)
-		}
-		return err
+	// A conflict with another process's election (a MySQL deadlock, say)
+	// is no failed renewal: the round tries again within its time.
+	err := retryConflicts(ctx, func() error {
+		return l.m.transact(ctx, func(tx Tx) (err error) {
+			if leading {
+				next, ok, err = leader.Renew(ctx, tx, term, l.ttl)
+			} else {
+				next, ok, err = leader.Lead(ctx, tx, l.m.topic, l.ttl)
+			}
+			return err
+		})
 	})
 	ok = ok && err == nil // a term only from a transaction that committed
 	switch {

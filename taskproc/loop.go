@@ -22,10 +22,10 @@ func (m *Manager[Tx]) loop(r *run, wake chan struct{}) {
 		if p := recover(); p != nil {
 			fatal = fmt.Errorf("taskproc: the loop of %q died: %w", m.topic, panicError(p))
 		}
-		m.update(func() { r.loops-- })
-		if fatal != nil {
+		if fatal != nil { // told before the loop counts out: who sees it inactive can read why
 			m.s.notify(Event{Kind: EventFatal, Topic: m.topic, Err: fatal})
 		}
+		m.update(func() { r.loops-- })
 	}()
 	var backoff time.Duration
 	for r.loopCtx.Err() == nil {
