@@ -216,14 +216,16 @@ func (m *Manager[Tx]) Resume() bool {
 
 // Stop stops the Manager in stages. It stops polling at once, stops the
 // handler if it is a Starter, and waits for the batches in flight to be
-// settled. When ctx ends first, it cancels the contexts of the batches still
-// in flight, waits the grace (WithGrace), and then releases what is still
-// unsettled back to Ready, refusing any later settlement; it then returns
-// ctx.Err(). Stop returns once the runtime's goroutines have returned, but
-// for one that runs a handler call which ignored its context past the
-// grace: that one returns with the call. Stopping a stopped Manager does
-// nothing; a Stop during another waits for the same end, and the first
-// context to end hurries both.
+// settled; under leadership it keeps its term meanwhile and concedes it
+// last. When ctx ends first, it cancels the contexts of the batches still
+// in flight, waits the grace (WithGrace), and then gives up what is still
+// unsettled: its tasks go back to Ready and a later settlement is refused
+// (see interrupt); it then returns ctx.Err(), at most about four graces
+// after ctx ended. Stop returns once the runtime's goroutines have
+// returned, but for one that runs a handler call which ignored its context
+// past the grace: that one returns with the call. Stopping a stopped
+// Manager does nothing; a Stop during another waits for the same end, and
+// the first context to end hurries both.
 func (m *Manager[Tx]) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	r := m.run
