@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ const minTokenLength = 16
 // serveFlags are serve's flags.
 type serveFlags struct {
 	listen, tokenFile, expiry, refresh string
+	hosts                              []string
 	readOnly                           bool
 }
 
@@ -42,8 +44,12 @@ It listens on 127.0.0.1:8080 unless --listen says otherwise. A token is
 required on any address beyond the loopback one (--token-file FILE, or
 $` + serveTokenEnv + `), and then asked for by a login form (or taken
 from an "Authorization: Bearer TOKEN" header); with a token it is asked
-for on the loopback address too. --read-only serves the pages without
-any action. Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
+for on the loopback address too. Without a token it answers only to the
+host names localhost, 127.0.0.1 and [::1] and those given with --host,
+so that no page under another name that resolves to this machine reads
+or acts on it (DNS rebinding); with a token, only once --host is given.
+--read-only serves the pages without any action. Put it behind a
+reverse proxy for TLS. Ctrl-C stops it.`,
 		Example: `  taskctl serve                                # http://127.0.0.1:8080/
   taskctl serve --read-only --refresh 10s
   openssl rand -hex 32 > token && taskctl serve --listen :8080 --token-file token`,
@@ -52,6 +58,7 @@ any action. Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
 	}
 	c.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "the address to listen on (host:port)")
 	c.Flags().StringVar(&f.tokenFile, "token-file", "", "a file holding the token that every request needs (default $"+serveTokenEnv+")")
+	c.Flags().StringArrayVar(&f.hosts, "host", nil, "a host name the dashboard is served under besides localhost, 127.0.0.1 and [::1] (repeatable; checked without a token, and with one once given)")
 	c.Flags().BoolVar(&f.readOnly, "read-only", false, "serve the pages without any action")
 	c.Flags().StringVar(&f.expiry, "expiry", web.DefaultExpiry.String(), "an owner silent for longer than this counts as fenced")
 	c.Flags().StringVar(&f.refresh, "refresh", web.DefaultRefresh.String(), "how often the figures are read and the overview refreshes")
@@ -100,8 +107,28 @@ func (f serveFlags) config() (web.Config, error) {
 		return cfg, err
 	}
 	cfg.ReadOnly = f.readOnly
+	if cfg.Hosts, err = checkHosts(f.hosts); err != nil {
+		return cfg, err
+	}
 	cfg.Token, err = readToken(f.tokenFile)
 	return cfg, err
+}
+
+// checkHosts refuses a --host that is not a bare host name or address
+// (an optional port aside): a scheme, a path, a space, an empty name.
+func checkHosts(hosts []string) ([]string, error) {
+	for _, h := range hosts {
+		name, port := h, "0"
+		if n, p, err := net.SplitHostPort(h); err == nil {
+			name, port = n, p
+		}
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+		_, badPort := strconv.ParseUint(port, 10, 16)
+		if name == "" || badPort != nil || strings.ContainsAny(h, "/\\@?# \t\r\n") || strings.ContainsAny(name, "[]") {
+			return nil, usagef("--host %q: give a host name such as dashboard.example.com (no scheme, no path)", h)
+		}
+	}
+	return hosts, nil
 }
 
 // readToken reads the token from file, else from $TASKCTL_SERVE_TOKEN;

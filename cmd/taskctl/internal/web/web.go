@@ -61,6 +61,12 @@ type Config struct {
 	// and the static files: as a session cookie got at /login, or as a
 	// bearer Authorization header.
 	Token string
+	// Hosts are the host names served besides the loopback ones
+	// (localhost, 127.0.0.0/8, ::1), with any port (hosts.go). Without a
+	// Token only those are served, so that a page under a name that
+	// resolves to this machine (DNS rebinding) gets nothing; with a Token
+	// every host is, unless Hosts names some.
+	Hosts []string
 	// ReadOnly serves the pages without any action.
 	ReadOnly bool
 	// Expiry is how long an owner may stay silent before it counts as
