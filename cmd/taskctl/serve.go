@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ const minTokenLength = 16
 // serveFlags are serve's flags.
 type serveFlags struct {
 	listen, tokenFile, expiry, refresh string
+	sessionMaxAge, sessionIdle         string
 	hosts                              []string
 	readOnly                           bool
 }
@@ -62,6 +64,8 @@ reverse proxy for TLS. Ctrl-C stops it.`,
 	c.Flags().BoolVar(&f.readOnly, "read-only", false, "serve the pages without any action")
 	c.Flags().StringVar(&f.expiry, "expiry", web.DefaultExpiry.String(), "an owner silent for longer than this counts as fenced")
 	c.Flags().StringVar(&f.refresh, "refresh", web.DefaultRefresh.String(), "how often the figures are read and the overview refreshes")
+	c.Flags().StringVar(&f.sessionMaxAge, "session-max-age", web.DefaultSessionMaxAge.String(), "with a token, a session ends this long after its login")
+	c.Flags().StringVar(&f.sessionIdle, "session-idle", web.DefaultSessionIdle.String(), "with a token, a session ends once no page was asked for in it for this long")
 	return c
 }
 
@@ -92,26 +96,40 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 
 // config reads the flags and the token into a dashboard's configuration.
 func (f serveFlags) config() (web.Config, error) {
-	var cfg web.Config
-	var err error
-	if cfg.Expiry, err = parseDuration("--expiry", f.expiry); err == nil && cfg.Expiry == 0 {
-		err = usagef("--expiry must be above zero")
+	cfg := web.Config{ReadOnly: f.readOnly}
+	err := f.durations(&cfg)
+	if err == nil {
+		cfg.Hosts, err = checkHosts(f.hosts)
 	}
-	if err != nil {
-		return cfg, err
+	if err == nil {
+		cfg.Token, err = readToken(f.tokenFile)
 	}
-	if cfg.Refresh, err = parseDuration("--refresh", f.refresh); err == nil && cfg.Refresh < web.MinRefresh {
-		err = usagef("--refresh %s: give at least %s", f.refresh, web.MinRefresh)
-	}
-	if err != nil {
-		return cfg, err
-	}
-	cfg.ReadOnly = f.readOnly
-	if cfg.Hosts, err = checkHosts(f.hosts); err != nil {
-		return cfg, err
-	}
-	cfg.Token, err = readToken(f.tokenFile)
 	return cfg, err
+}
+
+// durations reads the flags of durations into cfg: each above zero, and
+// at least its least (the refresh's: web.MinRefresh).
+func (f serveFlags) durations(cfg *web.Config) error {
+	for _, d := range []struct {
+		flag, value string
+		to          *time.Duration
+		least       time.Duration
+	}{
+		{"--expiry", f.expiry, &cfg.Expiry, 0}, {"--refresh", f.refresh, &cfg.Refresh, web.MinRefresh},
+		{"--session-max-age", f.sessionMaxAge, &cfg.SessionMaxAge, 0}, {"--session-idle", f.sessionIdle, &cfg.SessionIdle, 0},
+	} {
+		var err error
+		if *d.to, err = parseDuration(d.flag, d.value); err != nil {
+			return err
+		}
+		switch {
+		case *d.to == 0:
+			return usagef("%s must be above zero", d.flag)
+		case *d.to < d.least:
+			return usagef("%s %s: give at least %s", d.flag, d.value, d.least)
+		}
+	}
+	return nil
 }
 
 // checkHosts refuses a --host that is not a bare host name or address

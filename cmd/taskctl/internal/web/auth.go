@@ -7,14 +7,17 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // sessionCookie holds a session: a random identifier and its signature by
-// the process's secret, so that it needs no storage and ends with the
-// process.
+// the process's secret. Without a token that is all (the session only
+// binds the CSRF values, and ends with the process); with a token the
+// identifier must also name a live session of the server's (sessions.go).
 const sessionCookie = "taskctl_session"
 
 // bearerSession is the session of the requests that send the token as a
@@ -41,26 +44,43 @@ func (s *Server) sign(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// cookieSession returns the session of r's cookie when its signature holds.
-func (s *Server) cookieSession(r *http.Request) (string, bool) {
+// cookieSession returns the session of r's cookie when its signature
+// holds and, with a token, when the session is live; signed says that the
+// cookie was this process's, live or not.
+func (s *Server) cookieSession(r *http.Request) (id string, live, signed bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	id, sig, ok := strings.Cut(c.Value, ".")
 	if !ok || id == "" || !hmac.Equal([]byte(sig), []byte(s.sign("session", id))) {
-		return "", false
+		return "", false, false
 	}
-	return id, true
+	if s.cfg.Token != "" && !s.sessions.use(id, !selfRefresh(r)) {
+		return "", false, true
+	}
+	return id, true, true
 }
 
-// startSession sets a new session cookie on w and returns its id.
+// selfRefresh says whether r is one the overview makes by itself to
+// refresh its figures, which keeps no session from going idle: a page
+// left open is no operator at work.
+func selfRefresh(r *http.Request) bool { return r.URL.Path == "/live" }
+
+// startSession sets a new session cookie on w and returns its id: a
+// session of the server's, with a token.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request) string {
+	c := &http.Cookie{
+		Name: sessionCookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
+	}
 	id := rand.Text()
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: id + "." + s.sign("session", id), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
-	})
+	if s.cfg.Token != "" {
+		id = s.sessions.start()
+		c.MaxAge = int(s.cfg.SessionMaxAge / time.Second)
+	}
+	c.Value = id + "." + s.sign("session", id)
+	http.SetCookie(w, c)
 	return id
 }
 
@@ -87,7 +107,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, withSession(r, bearerSession))
 			return
 		}
-		if id, ok := s.cookieSession(r); ok {
+		id, live, signed := s.cookieSession(r)
+		if live {
 			next.ServeHTTP(w, withSession(r, id))
 			return
 		}
@@ -96,7 +117,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			http.Redirect(w, r, link("/login", url.Values{"next": {r.URL.RequestURI()}}), http.StatusSeeOther)
+			to := url.Values{"next": {r.URL.RequestURI()}}
+			if signed {
+				to.Set("ended", "1")
+			}
+			http.Redirect(w, r, link("/login", to), http.StatusSeeOther)
+			return
+		}
+		if signed {
+			s.refuse(w, r, "your session has ended (logged out, idle or too old): log in again; nothing was changed")
 			return
 		}
 		s.refuse(w, r, "log in first: this dashboard needs its token")
@@ -113,6 +142,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, msg string) {
 type loginData struct {
 	Next    string
 	Problem string
+	Ended   string // why the session ended, when it did
 }
 
 // loginPage shows the login form.
@@ -121,7 +151,12 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", frame{Title: "Log in", Data: loginData{Next: localPath(r.URL.Query().Get("next"))}})
+	d := loginData{Next: localPath(r.URL.Query().Get("next"))}
+	if r.URL.Query().Get("ended") != "" {
+		d.Ended = fmt.Sprintf("Your session has ended: you logged out, or it was idle for %s, or it began %s ago. Log in again.",
+			dur(s.cfg.SessionIdle), dur(s.cfg.SessionMaxAge))
+	}
+	s.render(w, r, http.StatusOK, "login", frame{Title: "Log in", Data: d})
 }
 
 // login checks the token of the login form, starts a session and goes on
@@ -140,8 +175,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout ends the browser's session.
+// logout ends the browser's session, on the server too: its cookie is
+// refused afterwards wherever it was copied to.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if id, ok := sessionOf(r); ok && id != bearerSession {
+		s.sessions.end(id)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

@@ -80,6 +80,14 @@ type Config struct {
 	// stopped, and the page shows a bound from the sampler's last count
 	// instead; the result page after the action says exactly what changed.
 	CountBudget time.Duration
+	// SessionMaxAge ends a session this long after its login, and
+	// SessionIdle once no page was asked for in it for this long (the
+	// overview's own refreshes do not count); defaults 12h and 1h. They
+	// apply with a Token: without one there is no login to end.
+	SessionMaxAge, SessionIdle time.Duration
+	// Now is the clock of the sessions and of the throttling of logins
+	// (default time.Now); tests move it.
+	Now func() time.Time
 	// Log receives the errors of the server (default: discarded).
 	Log io.Writer
 }
@@ -92,6 +100,10 @@ const (
 	MinRefresh     = 100 * time.Millisecond
 	// DefaultCountBudget leaves a confirmation page within 200 ms.
 	DefaultCountBudget = 120 * time.Millisecond
+	// DefaultSessionMaxAge and DefaultSessionIdle are a working day, and
+	// an hour away from the dashboard.
+	DefaultSessionMaxAge = 12 * time.Hour
+	DefaultSessionIdle   = time.Hour
 )
 
 // window is how much of the past the charts show.
@@ -99,13 +111,14 @@ const window = time.Hour
 
 // Server is a dashboard.
 type Server struct {
-	cfg     Config
-	secret  []byte // per process: signs sessions and derives CSRF values
-	sampler *sampler
-	counts  *dbCounts // results windows counted in the database (counting.go)
-	views   views
-	handler http.Handler
-	log     *log.Logger
+	cfg      Config
+	secret   []byte    // per process: signs sessions and derives CSRF values
+	sessions *sessions // the logged-in sessions, with a token
+	sampler  *sampler
+	counts   *dbCounts // results windows counted in the database (counting.go)
+	views    views
+	handler  http.Handler
+	log      *log.Logger
 }
 
 // New returns a Server for cfg.
@@ -126,12 +139,22 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.SessionMaxAge <= 0 {
+		cfg.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	v, err := loadViews()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, secret: make([]byte, 32), views: v, log: log.New(cfg.Log, "taskctl serve: ", log.LstdFlags)}
 	rand.Read(s.secret)
+	s.sessions = newSessions(cfg.SessionMaxAge, cfg.SessionIdle, cfg.Now)
 	s.sampler = newSampler(cfg.Store, cfg.Refresh, cfg.Expiry, s.log)
 	s.counts = newDBCounts(cfg.Store)
 	s.handler = s.routes()
