@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -146,4 +147,41 @@ func TestServeSessionFlags(t *testing.T) {
 	wantExit(t, db, exitUsage, "--session-idle must be above zero", "serve", "--session-idle", "0s")
 	wantExit(t, db, exitUsage, "--session-max-age", "serve", "--session-max-age", "soon")
 	wantExit(t, db, exitUsage, "--refresh", "serve", "--refresh", "10ms")
+}
+
+// TestServeThrottlesLogins sends wrong tokens in a row from one address:
+// after five, the address waits before its next token is even compared,
+// the right one too, and each wrong token after a wait doubles it; a
+// bearer header waits alike. The dashboard's clock moves; nothing sleeps.
+func TestServeThrottlesLogins(t *testing.T) {
+	c := newClock()
+	d := sessionDashboard(t, c, 0, 0)
+	br := newBrowser(t, d.url)
+	wrong := url.Values{"token": {"guess-guess-guess"}, "next": {"/"}}
+	attempt := func(values url.Values, want int, retry string) {
+		t.Helper()
+		r := br.post("/login", values)
+		if r.status != want || r.header.Get("Retry-After") != retry {
+			t.Fatalf("login: %d, Retry-After %q; want %d, %q\n%s", r.status, r.header.Get("Retry-After"), want, retry, r.body)
+		}
+	}
+	for range 5 {
+		attempt(wrong, http.StatusUnauthorized, "")
+	}
+	attempt(wrong, http.StatusTooManyRequests, "1")
+	attempt(url.Values{"token": {testToken}}, http.StatusTooManyRequests, "1")
+	script := newBrowser(t, d.url)
+	if r := script.do(http.MethodGet, "/owners", nil, http.Header{"Authorization": {"Bearer " + testToken}}); r.status != http.StatusTooManyRequests {
+		t.Errorf("a bearer token while the address waits: %d, want 429", r.status)
+	}
+	for _, wait := range []int{2, 4, 8} {
+		c.advance(time.Duration(wait/2) * time.Second)
+		attempt(wrong, http.StatusUnauthorized, "")
+		attempt(wrong, http.StatusTooManyRequests, fmt.Sprint(wait))
+		c.advance(time.Duration(wait-1) * time.Second)
+		attempt(wrong, http.StatusTooManyRequests, "1")
+	}
+	c.advance(time.Second)
+	br.login()
+	attempt(wrong, http.StatusUnauthorized, "") // the right token forgave the address
 }

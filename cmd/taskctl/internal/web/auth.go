@@ -85,10 +85,24 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) string {
 }
 
 // tokenMatches compares a token given by the user with the server's in
-// constant time.
-func (s *Server) tokenMatches(given string) bool {
-	a, b := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(s.cfg.Token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+// constant time, unless r's client, or every client, must wait after too
+// many wrong tokens (throttle.go); wait is then how long.
+func (s *Server) tokenMatches(r *http.Request, given string) (ok bool, wait time.Duration) {
+	return s.throttle.try(clientOf(r), func() bool {
+		a, b := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(s.cfg.Token))
+		return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+	})
+}
+
+// tooMany answers 429 with the error page to a client that must wait.
+func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	retryAfter(w, wait)
+	s.fail(w, r, &httpError{status: http.StatusTooManyRequests, msg: tooManyMessage(wait)})
+}
+
+// tooManyMessage tells a client how long it must wait.
+func tooManyMessage(wait time.Duration) string {
+	return fmt.Sprintf("Too many wrong tokens: no token is checked for %s. Nothing was changed.", dur(wait.Round(time.Second)))
 }
 
 // authenticate lets through requests with a session. Without a token every
@@ -100,7 +114,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" && s.cfg.Token != "" {
 			given, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || !s.tokenMatches(given) {
+			var wait time.Duration
+			if ok {
+				ok, wait = s.tokenMatches(r, given)
+			}
+			if wait > 0 {
+				s.tooMany(w, r, wait)
+				return
+			}
+			if !ok {
 				s.refuse(w, r, "the Authorization header does not carry the dashboard's token")
 				return
 			}
@@ -167,7 +189,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	if !s.tokenMatches(r.PostFormValue("token")) {
+	ok, wait := s.tokenMatches(r, r.PostFormValue("token"))
+	if wait > 0 {
+		retryAfter(w, wait)
+		s.render(w, r, http.StatusTooManyRequests, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: tooManyMessage(wait)}})
+		return
+	}
+	if !ok {
 		s.render(w, r, http.StatusUnauthorized, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: "That is not the token."}})
 		return
 	}

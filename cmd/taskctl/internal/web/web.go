@@ -114,6 +114,7 @@ type Server struct {
 	cfg      Config
 	secret   []byte    // per process: signs sessions and derives CSRF values
 	sessions *sessions // the logged-in sessions, with a token
+	throttle *throttle // of wrong tokens
 	sampler  *sampler
 	counts   *dbCounts // results windows counted in the database (counting.go)
 	views    views
@@ -155,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, secret: make([]byte, 32), views: v, log: log.New(cfg.Log, "taskctl serve: ", log.LstdFlags)}
 	rand.Read(s.secret)
 	s.sessions = newSessions(cfg.SessionMaxAge, cfg.SessionIdle, cfg.Now)
+	s.throttle = newThrottle(cfg.Now)
 	s.sampler = newSampler(cfg.Store, cfg.Refresh, cfg.Expiry, s.log)
 	s.counts = newDBCounts(cfg.Store)
 	s.handler = s.routes()
