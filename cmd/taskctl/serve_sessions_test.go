@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -184,4 +186,78 @@ func TestServeThrottlesLogins(t *testing.T) {
 	c.advance(time.Second)
 	br.login()
 	attempt(wrong, http.StatusUnauthorized, "") // the right token forgave the address
+}
+
+// craftedNext are next values of a login that try to send the browser to
+// another site: control characters a browser drops, a scheme, a host, two
+// slashes or a backslash, raw or encoded.
+var craftedNext = []string{
+	"/\t/evil.example/", "/\n/evil.example/", "/\r\n/evil.example", "\t//evil.example", " //evil.example",
+	"//evil.example", "///evil.example", `/\evil.example`, `\\evil.example`, `/\/evil.example`,
+	"https://evil.example/", "http:evil.example", "javascript:alert(1)", "//evil.example@x",
+	"/%2F%2Fevil.example", "%2F%2Fevil.example", "/%5Cevil.example", "/%09/evil.example/", "/%0a/evil.example",
+	"/\x00/evil.example", "/\x7f/evil.example",
+}
+
+// landsHere says whether a Location leads to a page of base, as a browser
+// reads it (WHATWG URL): tabs and newlines dropped, controls and spaces
+// trimmed, backslashes taken for slashes.
+func landsHere(base, location string) bool {
+	loc := strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return -1
+		case r == '\\':
+			return '/'
+		}
+		return r
+	}, location)
+	loc = strings.TrimFunc(loc, func(r rune) bool { return r <= ' ' })
+	b, _ := url.Parse(base)
+	u, err := b.Parse(loc)
+	return err == nil && strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") && u.Host == b.Host
+}
+
+// TestServeLoginStaysLocal logs in with crafted next values, posted and
+// through the login form's own field: every one lands on a page of the
+// dashboard.
+func TestServeLoginStaysLocal(t *testing.T) {
+	d := sessionDashboard(t, newClock(), 0, 0)
+	hidden := regexp.MustCompile(`name="next" value="([^"]*)"`)
+	for _, next := range craftedNext {
+		form := newBrowser(t, d.url).page("/login?next=" + url.QueryEscape(next))
+		m := hidden.FindStringSubmatch(form)
+		if m == nil {
+			t.Fatalf("the login form has no next field:\n%s", form)
+		}
+		for how, value := range map[string]string{"posted": next, "through the form": html.UnescapeString(m[1])} {
+			status, loc := rawLogin(t, d.url, value)
+			if status != http.StatusSeeOther || !landsHere(d.url, loc) {
+				t.Errorf("login with next %q %s: %d to %q, not a page of the dashboard", next, how, status, loc)
+			}
+		}
+	}
+	if _, loc := rawLogin(t, d.url, "/topic?topic=orders&state=FAILED"); loc != "/topic?topic=orders&state=FAILED" {
+		t.Errorf("login with a plain next: to %q, want it kept", loc)
+	}
+}
+
+// rawLogin logs in at base with the token and next, and returns the status
+// and the Location as sent: a round trip of its own, since Go's client
+// refuses a Location with control characters (a browser drops them).
+func rawLogin(t *testing.T, base, next string) (int, string) {
+	t.Helper()
+	body := url.Values{"token": {testToken}, "next": {next}}.Encode()
+	req, err := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil { // a Location that breaks HTTP: as bad as one that leaves
+		return 0, err.Error()
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
 }

@@ -213,10 +213,20 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// localPath returns p when it is a path of this server, "/" otherwise, so
-// that the login never sends the browser elsewhere.
+// localPath returns p when it is a plain path of this server (and its
+// query), "/" otherwise, so that the login never sends the browser
+// elsewhere. A browser drops tabs and newlines from a URL and reads a
+// backslash as a slash ("/\t/evil.example/" is "//evil.example/", another
+// host), so p may hold no control character or space, no backslash, no
+// scheme or host, and its path, decoded, must begin with one slash only.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") ||
+		strings.ContainsFunc(u.Path, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' }) {
 		return "/"
 	}
 	return p

@@ -14,6 +14,8 @@ func TestLocalPathKeepsTheBrowserHere(t *testing.T) {
 	for in, want := range map[string]string{
 		"/topic?topic=a": "/topic?topic=a", "/": "/", "": "/", "//evil.example/x": "/", `/\evil.example`: "/",
 		"https://evil.example/": "/", "javascript:alert(1)": "/", "/owners\r\nSet-Cookie: x": "/",
+		"/\t/evil.example/": "/", "/ /evil.example": "/", "/%2F%2Fevil.example": "/", "/%5Cevil": "/", "/%09/evil": "/",
+		"/a\\b": "/", "/\x00": "/", "/topic?topic=%2F%2Fx&state=FAILED": "/topic?topic=%2F%2Fx&state=FAILED",
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
