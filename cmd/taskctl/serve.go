@@ -90,8 +90,34 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
-	a.printf("serving %s at http://%s/ (Ctrl-C stops)\n", s.Shown(), ln.Addr())
+	shown, every := shownAddress(f.listen, ln.Addr())
+	if every {
+		shown += " (every address; Ctrl-C stops)"
+	} else {
+		shown += " (Ctrl-C stops)"
+	}
+	a.printf("serving %s at %s\n", s.Shown(), shown)
 	return srv.Serve(cmd.Context(), ln)
+}
+
+// shownAddress is the URL of the dashboard as the user gave its address,
+// with the port it got (":0" picks one); every says that it listens on
+// every address. Go listens on every address, IPv6 too, for an empty host
+// and for 0.0.0.0 alike, and names that [::], which reads as IPv6 only.
+func shownAddress(listen string, bound net.Addr) (u string, every bool) {
+	host, _, _ := net.SplitHostPort(listen)
+	port := "0"
+	if tcp, ok := bound.(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+	}
+	every = host == ""
+	if addr, err := netip.ParseAddr(host); err == nil && addr.IsUnspecified() {
+		every = true
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/", every
 }
 
 // config reads the flags and the token into a dashboard's configuration.
