@@ -107,6 +107,7 @@ func (s *Server) figures(r *http.Request) (figures, overviewQuery, error) {
 		Totals: make([]int64, len(allStates)), All: len(v.topics), Alive: len(v.alive),
 	}
 	matched := slices.DeleteFunc(slices.Clone(v.topics), func(t string) bool { return !strings.Contains(t, q.query) })
+	slices.SortFunc(matched, byName)
 	out.Matched = len(matched)
 	for _, topic := range v.topics {
 		for i, state := range allStates {

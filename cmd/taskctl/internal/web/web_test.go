@@ -1,6 +1,7 @@
 package web
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,5 +53,15 @@ func TestChartsEscapeTheirText(t *testing.T) {
 		if strings.Contains(svg, "style=") {
 			t.Errorf("a chart has an inline style, which the CSP refuses:\n%s", svg)
 		}
+	}
+}
+
+func TestTopicsByName(t *testing.T) {
+	want := []string{"", "a01", "a1", "a1b", "a01c", "alpha", "Beta", "orders-2", "Orders-10", "orders-10", "orders-10b", "zeta", "é"}
+	got := slices.Clone(want)
+	slices.Reverse(got)
+	slices.SortFunc(got, byName)
+	if !slices.Equal(got, want) {
+		t.Errorf("sorted by name: %q, want %q", got, want)
 	}
 }
