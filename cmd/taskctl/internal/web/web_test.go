@@ -65,3 +65,22 @@ func TestTopicsByName(t *testing.T) {
 		t.Errorf("sorted by name: %q, want %q", got, want)
 	}
 }
+
+func TestHiddenCharactersAreMarked(t *testing.T) {
+	for s, want := range map[string]string{
+		"plain-order": "", "שלום-42": "", "日本語のタスク": "", "é": "",
+		"invoice\u202efdp.exe": "⚠ bidi", "a\u200bb": "⚠ hidden", "tab\there": "⚠ hidden", "\x1b[31mred": "⚠ hidden",
+		"a\u2066b\u2069\u200b": "⚠ bidi", "tag\U000E0041": "⚠ hidden",
+	} {
+		mark := string(hiddenMark(s))
+		if want == "" && mark != "" || !strings.Contains(mark, want) {
+			t.Errorf("hiddenMark(%q) = %q, want %q", s, mark, want)
+		}
+		if iso := string(isolated(s)); (want != "") != strings.HasPrefix(iso, "<bdi>") {
+			t.Errorf("isolated(%q) = %q", s, iso)
+		}
+	}
+	if got := string(named(`<b>x</b>` + "\u202e")); !strings.Contains(got, "&lt;b&gt;") || strings.Contains(got, "<b>") {
+		t.Errorf("named does not escape: %q", got)
+	}
+}
