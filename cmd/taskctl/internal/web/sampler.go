@@ -24,6 +24,7 @@ type sampler struct {
 	series   map[string][]point // per topic, the last hour
 	overall  []point            // every topic: READY added up, the longest wait
 	done     *completions       // the completions counted
+	cues     map[string]health  // of the flagged topics (health.go)
 	failure  error              // of the last reading, nil when it went well
 	failedAt time.Time
 
@@ -51,6 +52,9 @@ func (s *sampler) start(ctx context.Context) error {
 	now := time.Now()
 	s.done = newCompletions(settled(now))
 	if err := s.read(ctx, now); err != nil {
+		return err
+	}
+	if err := s.assess(ctx); err != nil {
 		return err
 	}
 	if err := s.count(ctx); err != nil {
@@ -104,6 +108,9 @@ func (s *sampler) loop(ctx context.Context) {
 			recount = true
 		}
 		err := s.read(ctx, time.Now())
+		if err == nil {
+			err = s.assess(ctx)
+		}
 		if err == nil && recount {
 			err = s.count(ctx)
 		}
@@ -130,6 +137,7 @@ type view struct {
 	series   map[string][]point
 	overall  []point
 	done     *completions
+	cues     map[string]health
 	failure  error
 	failedAt time.Time
 }
@@ -139,7 +147,8 @@ type view struct {
 func (s *sampler) snapshot() view {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return view{reading: s.last, tally: s.tally, series: s.series, overall: s.overall, done: s.done, failure: s.failure, failedAt: s.failedAt}
+	return view{reading: s.last, tally: s.tally, series: s.series, overall: s.overall, done: s.done, cues: s.cues,
+		failure: s.failure, failedAt: s.failedAt}
 }
 
 // perMinute adds up the completions per minute (Unix minute) of the
