@@ -193,8 +193,8 @@ func overviewLinks(q overviewQuery, matched int) (prev, next string) {
 func overviewCharts(v view) (throughput, wait, ready template.HTML) {
 	waits, readies := curves(v.overall)
 	return barChart("Completed per minute, every topic", v.perMinute(), v.at),
-		lineChart("WAIT, the longest of any topic (push→start latency of the next task)", waits, v.at, durationLabel),
-		lineChart("READY tasks, every topic", readies, v.at, countLabel)
+		lineChart("WAIT, the longest of any topic (push→start latency of the next task)", waits, v.at, durationLabel, waitPast(v.overall, v.began, v.at)),
+		lineChart("READY tasks, every topic", readies, v.at, countLabel, readyPast(v.began))
 }
 
 // curves turns points into the samples of the wait and READY charts.

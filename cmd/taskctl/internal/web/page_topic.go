@@ -293,8 +293,8 @@ func (s *Server) topicFigures(topic string) topicData {
 	waits, readies := curves(v.series[topic])
 	d.Charts = []template.HTML{
 		barChart("Completed per minute in “"+topic+"”", perMinute, v.at),
-		lineChart("WAIT (push→start latency of the next task)", waits, v.at, durationLabel),
-		lineChart("READY tasks", readies, v.at, countLabel),
+		lineChart("WAIT (push→start latency of the next task)", waits, v.at, durationLabel, waitPast(v.series[topic], v.began, v.at)),
+		lineChart("READY tasks", readies, v.at, countLabel, readyPast(v.began)),
 	}
 	return d
 }

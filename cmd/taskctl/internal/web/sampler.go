@@ -25,6 +25,7 @@ type sampler struct {
 	overall  []point            // every topic: READY added up, the longest wait
 	done     *completions       // the completions counted
 	cues     map[string]health  // of the flagged topics (health.go)
+	began    time.Time          // the first reading
 	failure  error              // of the last reading, nil when it went well
 	failedAt time.Time
 
@@ -50,7 +51,7 @@ func newSampler(store Store, every, expiry time.Duration, logger *log.Logger) *s
 // completions of the last day once (the backfill).
 func (s *sampler) start(ctx context.Context) error {
 	now := time.Now()
-	s.done = newCompletions(settled(now))
+	s.done, s.began = newCompletions(settled(now)), now
 	if err := s.read(ctx, now); err != nil {
 		return err
 	}
@@ -138,6 +139,7 @@ type view struct {
 	overall  []point
 	done     *completions
 	cues     map[string]health
+	began    time.Time
 	failure  error
 	failedAt time.Time
 }
@@ -147,7 +149,7 @@ type view struct {
 func (s *sampler) snapshot() view {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return view{reading: s.last, tally: s.tally, series: s.series, overall: s.overall, done: s.done, cues: s.cues,
+	return view{reading: s.last, tally: s.tally, series: s.series, overall: s.overall, done: s.done, cues: s.cues, began: s.began,
 		failure: s.failure, failedAt: s.failedAt}
 }
 

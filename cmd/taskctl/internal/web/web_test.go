@@ -45,7 +45,7 @@ func TestChartsEscapeTheirText(t *testing.T) {
 	title := `in "<script>alert(1)</script>" & more`
 	for _, svg := range []string{
 		string(barChart(title, map[int64]int64{now.Unix() / 60: 7}, now)),
-		string(lineChart(title, []sample{{now.Add(-time.Minute), 1}, {now, 3}}, now, countLabel)),
+		string(lineChart(title, []sample{{now.Add(-time.Minute), 1}, {now, 3}}, now, countLabel, past{})),
 	} {
 		if strings.Contains(svg, "<script>") || !strings.Contains(svg, "&lt;script&gt;") {
 			t.Errorf("a chart does not escape its title:\n%s", svg)
