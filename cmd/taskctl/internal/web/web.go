@@ -11,10 +11,17 @@
 // the database per request only through index-backed calls (Page with a
 // cursor, Lookup, Roster; Results for a window beyond that memory). A
 // confirmation counts what its action would change within a time budget,
-// and shows a bound from the sampler's last count beyond it (budget.go). Every response carries strict
-// security headers (headers.go); every action is a POST that needs the
-// session's CSRF value (csrf.go) and, when a token is set, a session
-// (auth.go).
+// and shows a bound from the sampler's last count beyond it (budget.go).
+// The sampler also flags the topics an operator should look at (health.go),
+// and the pages mark the names that hold hidden characters (hidden.go).
+//
+// Every response carries strict security headers (headers.go); a request
+// under a host name the server does not answer to is refused before
+// anything else (hosts.go: DNS rebinding); every action is a POST that
+// needs the session's CSRF value (csrf.go) and, when a token is set, a
+// session (auth.go) that a logout, its age or its idleness ends
+// (sessions.go), got with a token whose guessing is throttled
+// (throttle.go).
 package web
 
 import (
