@@ -25,7 +25,7 @@ import (
 // Paused and draining topics claim nothing by design, so they are never
 // flagged: their activation is shown instead. The database records which
 // owner holds which ACTIVE tasks (Roster), not which owner polled what
-// when, so the sampler reads the roster only when a topic looks idle by
+// when, so the sampler reads the roster only while a topic looks idle by
 // the cheap figures (stalled), after the reading, and keeps the cues of
 // the flagged topics for the pages (assess).
 
@@ -84,9 +84,22 @@ func stalled(v view, topic string, quiet time.Duration) bool {
 	return true
 }
 
+// rosterRead is the sampler's last read of the roster: the topics that an
+// owner alive then held ACTIVE tasks of. Only the sampler's goroutine
+// touches it.
+type rosterRead struct {
+	at   time.Time
+	took time.Duration
+	held map[string]bool
+}
+
 // assess raises the cues of every topic at the last reading, and keeps
-// those of the flagged topics for the pages. It reads the roster only
-// when a topic looks stalled, for the owners alive that hold its tasks.
+// those of the flagged topics for the pages. While a topic looks stalled
+// it reads the roster, for the owners alive that hold its tasks: at once
+// the first time, then once countCost times as long as the last read took
+// has passed (a read of the roster over a thousand topics held takes a
+// quarter of a second), so that it keeps the database busy a twentieth of
+// the time at most; a topic is flagged only by a read of the roster.
 func (s *sampler) assess(ctx context.Context) error {
 	v := s.snapshot()
 	var idle []string
@@ -95,14 +108,15 @@ func (s *sampler) assess(ctx context.Context) error {
 			idle = append(idle, topic)
 		}
 	}
-	held, err := s.heldAlive(ctx, v, idle)
-	if err != nil {
-		return err
+	if len(idle) > 0 && time.Since(s.roster.at) >= max(s.every, countCost*s.roster.took) {
+		if err := s.readRoster(ctx, v); err != nil {
+			return err
+		}
 	}
 	cues := map[string]health{}
 	for _, topic := range v.topics {
 		h := health{Wait: v.waits[topic].Wait, Quiet: s.expiry}
-		h.NoConsumer = slices.Contains(idle, topic) && !held[topic]
+		h.NoConsumer = !s.roster.at.IsZero() && slices.Contains(idle, topic) && !s.roster.held[topic]
 		if v.activations[topic] == taskapi.Running {
 			h.GrewFrom, h.Growing = growing(v.series[topic])
 		}
@@ -116,17 +130,14 @@ func (s *sampler) assess(ctx context.Context) error {
 	return nil
 }
 
-// heldAlive returns which of topics an owner alive at v holds ACTIVE
-// tasks of, from the roster; nothing is read when topics is empty.
-func (s *sampler) heldAlive(ctx context.Context, v view, topics []string) (map[string]bool, error) {
-	held := map[string]bool{}
-	if len(topics) == 0 {
-		return held, nil
-	}
+// readRoster reads which topics an owner alive at v holds ACTIVE tasks of.
+func (s *sampler) readRoster(ctx context.Context, v view) error {
+	start := time.Now()
 	roster, err := s.store.Roster(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the roster of owners: %w", err)
+		return fmt.Errorf("read the roster of owners: %w", err)
 	}
+	held := map[string]bool{}
 	for _, o := range roster {
 		if !slices.Contains(v.alive, o.Owner) {
 			continue
@@ -135,7 +146,8 @@ func (s *sampler) heldAlive(ctx context.Context, v view, topics []string) (map[s
 			held[topic] = held[topic] || n > 0
 		}
 	}
-	return held, nil
+	s.roster = rosterRead{at: start, took: time.Since(start), held: held}
+	return nil
 }
 
 // growing says whether WAIT kept growing over the last growSpan of

@@ -29,6 +29,8 @@ type sampler struct {
 	failure  error              // of the last reading, nil when it went well
 	failedAt time.Time
 
+	roster rosterRead // the last read of the roster (health.go); the sampler's goroutine's own
+
 	poked  chan struct{}
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
