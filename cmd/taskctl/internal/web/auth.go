@@ -74,10 +74,11 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) string {
 		Name: sessionCookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
 	}
+	// A cookie without Max-Age: the browser drops it when it closes, and
+	// the server ends the session anyway after its maximum age.
 	id := rand.Text()
 	if s.cfg.Token != "" {
 		id = s.sessions.start()
-		c.MaxAge = int(s.cfg.SessionMaxAge / time.Second)
 	}
 	c.Value = id + "." + s.sign("session", id)
 	http.SetCookie(w, c)
