@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +26,8 @@ const minTokenLength = 16
 // serveFlags are serve's flags.
 type serveFlags struct {
 	listen, tokenFile, expiry, refresh string
+	sessionMaxAge, sessionIdle         string
+	hosts                              []string
 	readOnly                           bool
 }
 
@@ -42,8 +46,12 @@ It listens on 127.0.0.1:8080 unless --listen says otherwise. A token is
 required on any address beyond the loopback one (--token-file FILE, or
 $` + serveTokenEnv + `), and then asked for by a login form (or taken
 from an "Authorization: Bearer TOKEN" header); with a token it is asked
-for on the loopback address too. --read-only serves the pages without
-any action. Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
+for on the loopback address too. Without a token it answers only to the
+host names localhost, 127.0.0.1 and [::1] and those given with --host,
+so that no page under another name that resolves to this machine reads
+or acts on it (DNS rebinding); with a token, only once --host is given.
+--read-only serves the pages without any action. Put it behind a
+reverse proxy for TLS. Ctrl-C stops it.`,
 		Example: `  taskctl serve                                # http://127.0.0.1:8080/
   taskctl serve --read-only --refresh 10s
   openssl rand -hex 32 > token && taskctl serve --listen :8080 --token-file token`,
@@ -52,9 +60,12 @@ any action. Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
 	}
 	c.Flags().StringVar(&f.listen, "listen", "127.0.0.1:8080", "the address to listen on (host:port)")
 	c.Flags().StringVar(&f.tokenFile, "token-file", "", "a file holding the token that every request needs (default $"+serveTokenEnv+")")
+	c.Flags().StringArrayVar(&f.hosts, "host", nil, "a host name the dashboard is served under besides localhost, 127.0.0.1 and [::1] (repeatable; checked without a token, and with one once given)")
 	c.Flags().BoolVar(&f.readOnly, "read-only", false, "serve the pages without any action")
 	c.Flags().StringVar(&f.expiry, "expiry", web.DefaultExpiry.String(), "an owner silent for longer than this counts as fenced")
 	c.Flags().StringVar(&f.refresh, "refresh", web.DefaultRefresh.String(), "how often the figures are read and the overview refreshes")
+	c.Flags().StringVar(&f.sessionMaxAge, "session-max-age", web.DefaultSessionMaxAge.String(), "with a token, a session ends this long after its login")
+	c.Flags().StringVar(&f.sessionIdle, "session-idle", web.DefaultSessionIdle.String(), "with a token, a session ends once no page was asked for in it for this long")
 	return c
 }
 
@@ -79,29 +90,89 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
-	a.printf("serving %s at http://%s/ (Ctrl-C stops)\n", s.Shown(), ln.Addr())
+	shown, every := shownAddress(f.listen, ln.Addr())
+	if every {
+		shown += " (every address; Ctrl-C stops)"
+	} else {
+		shown += " (Ctrl-C stops)"
+	}
+	a.printf("serving %s at %s\n", s.Shown(), shown)
 	return srv.Serve(cmd.Context(), ln)
+}
+
+// shownAddress is the URL of the dashboard as the user gave its address,
+// with the port it got (":0" picks one); every says that it listens on
+// every address. Go listens on every address, IPv6 too, for an empty host
+// and for 0.0.0.0 alike, and names that [::], which reads as IPv6 only.
+func shownAddress(listen string, bound net.Addr) (u string, every bool) {
+	host, _, _ := net.SplitHostPort(listen)
+	port := "0"
+	if tcp, ok := bound.(*net.TCPAddr); ok {
+		port = strconv.Itoa(tcp.Port)
+	}
+	every = host == ""
+	if addr, err := netip.ParseAddr(host); err == nil && addr.IsUnspecified() {
+		every = true
+	}
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/", every
 }
 
 // config reads the flags and the token into a dashboard's configuration.
 func (f serveFlags) config() (web.Config, error) {
-	var cfg web.Config
-	var err error
-	if cfg.Expiry, err = parseDuration("--expiry", f.expiry); err == nil && cfg.Expiry == 0 {
-		err = usagef("--expiry must be above zero")
+	cfg := web.Config{ReadOnly: f.readOnly}
+	err := f.durations(&cfg)
+	if err == nil {
+		cfg.Hosts, err = checkHosts(f.hosts)
 	}
-	if err != nil {
-		return cfg, err
+	if err == nil {
+		cfg.Token, err = readToken(f.tokenFile)
 	}
-	if cfg.Refresh, err = parseDuration("--refresh", f.refresh); err == nil && cfg.Refresh < web.MinRefresh {
-		err = usagef("--refresh %s: give at least %s", f.refresh, web.MinRefresh)
-	}
-	if err != nil {
-		return cfg, err
-	}
-	cfg.ReadOnly = f.readOnly
-	cfg.Token, err = readToken(f.tokenFile)
 	return cfg, err
+}
+
+// durations reads the flags of durations into cfg: each above zero, and
+// at least its least (the refresh's: web.MinRefresh).
+func (f serveFlags) durations(cfg *web.Config) error {
+	for _, d := range []struct {
+		flag, value string
+		to          *time.Duration
+		least       time.Duration
+	}{
+		{"--expiry", f.expiry, &cfg.Expiry, 0}, {"--refresh", f.refresh, &cfg.Refresh, web.MinRefresh},
+		{"--session-max-age", f.sessionMaxAge, &cfg.SessionMaxAge, 0}, {"--session-idle", f.sessionIdle, &cfg.SessionIdle, 0},
+	} {
+		var err error
+		if *d.to, err = parseDuration(d.flag, d.value); err != nil {
+			return err
+		}
+		switch {
+		case *d.to == 0:
+			return usagef("%s must be above zero", d.flag)
+		case *d.to < d.least:
+			return usagef("%s %s: give at least %s", d.flag, d.value, d.least)
+		}
+	}
+	return nil
+}
+
+// checkHosts refuses a --host that is not a bare host name or address
+// (an optional port aside): a scheme, a path, a space, an empty name.
+func checkHosts(hosts []string) ([]string, error) {
+	for _, h := range hosts {
+		name, port := h, "0"
+		if n, p, err := net.SplitHostPort(h); err == nil {
+			name, port = n, p
+		}
+		name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+		_, badPort := strconv.ParseUint(port, 10, 16)
+		if name == "" || badPort != nil || strings.ContainsAny(h, "/\\@?# \t\r\n") || strings.ContainsAny(name, "[]") {
+			return nil, usagef("--host %q: give a host name such as dashboard.example.com (no scheme, no path)", h)
+		}
+	}
+	return hosts, nil
 }
 
 // readToken reads the token from file, else from $TASKCTL_SERVE_TOKEN;

@@ -7,14 +7,17 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // sessionCookie holds a session: a random identifier and its signature by
-// the process's secret, so that it needs no storage and ends with the
-// process.
+// the process's secret. Without a token that is all (the session only
+// binds the CSRF values, and ends with the process); with a token the
+// identifier must also name a live session of the server's (sessions.go).
 const sessionCookie = "taskctl_session"
 
 // bearerSession is the session of the requests that send the token as a
@@ -41,34 +44,66 @@ func (s *Server) sign(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// cookieSession returns the session of r's cookie when its signature holds.
-func (s *Server) cookieSession(r *http.Request) (string, bool) {
+// cookieSession returns the session of r's cookie when its signature
+// holds and, with a token, when the session is live; signed says that the
+// cookie was this process's, live or not.
+func (s *Server) cookieSession(r *http.Request) (id string, live, signed bool) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	id, sig, ok := strings.Cut(c.Value, ".")
 	if !ok || id == "" || !hmac.Equal([]byte(sig), []byte(s.sign("session", id))) {
-		return "", false
+		return "", false, false
 	}
-	return id, true
+	if s.cfg.Token != "" && !s.sessions.use(id, !selfRefresh(r)) {
+		return "", false, true
+	}
+	return id, true, true
 }
 
-// startSession sets a new session cookie on w and returns its id.
+// selfRefresh says whether r is one the overview makes by itself to
+// refresh its figures, which keeps no session from going idle: a page
+// left open is no operator at work.
+func selfRefresh(r *http.Request) bool { return r.URL.Path == "/live" }
+
+// startSession sets a new session cookie on w and returns its id: a
+// session of the server's, with a token.
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request) string {
+	c := &http.Cookie{
+		Name: sessionCookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
+	}
+	// A cookie without Max-Age: the browser drops it when it closes, and
+	// the server ends the session anyway after its maximum age.
 	id := rand.Text()
-	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: id + "." + s.sign("session", id), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
-	})
+	if s.cfg.Token != "" {
+		id = s.sessions.start()
+	}
+	c.Value = id + "." + s.sign("session", id)
+	http.SetCookie(w, c)
 	return id
 }
 
 // tokenMatches compares a token given by the user with the server's in
-// constant time.
-func (s *Server) tokenMatches(given string) bool {
-	a, b := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(s.cfg.Token))
-	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+// constant time, unless r's client, or every client, must wait after too
+// many wrong tokens (throttle.go); wait is then how long.
+func (s *Server) tokenMatches(r *http.Request, given string) (ok bool, wait time.Duration) {
+	return s.throttle.try(clientOf(r), func() bool {
+		a, b := sha256.Sum256([]byte(given)), sha256.Sum256([]byte(s.cfg.Token))
+		return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+	})
+}
+
+// tooMany answers 429 with the error page to a client that must wait.
+func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	retryAfter(w, wait)
+	s.fail(w, r, &httpError{status: http.StatusTooManyRequests, msg: tooManyMessage(wait)})
+}
+
+// tooManyMessage tells a client how long it must wait.
+func tooManyMessage(wait time.Duration) string {
+	return fmt.Sprintf("Too many wrong tokens: no token is checked for %s. Nothing was changed.", dur(wait.Round(time.Second)))
 }
 
 // authenticate lets through requests with a session. Without a token every
@@ -80,14 +115,23 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" && s.cfg.Token != "" {
 			given, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || !s.tokenMatches(given) {
+			var wait time.Duration
+			if ok {
+				ok, wait = s.tokenMatches(r, given)
+			}
+			if wait > 0 {
+				s.tooMany(w, r, wait)
+				return
+			}
+			if !ok {
 				s.refuse(w, r, "the Authorization header does not carry the dashboard's token")
 				return
 			}
 			next.ServeHTTP(w, withSession(r, bearerSession))
 			return
 		}
-		if id, ok := s.cookieSession(r); ok {
+		id, live, signed := s.cookieSession(r)
+		if live {
 			next.ServeHTTP(w, withSession(r, id))
 			return
 		}
@@ -96,7 +140,15 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			http.Redirect(w, r, link("/login", url.Values{"next": {r.URL.RequestURI()}}), http.StatusSeeOther)
+			to := url.Values{"next": {r.URL.RequestURI()}}
+			if signed {
+				to.Set("ended", "1")
+			}
+			http.Redirect(w, r, link("/login", to), http.StatusSeeOther)
+			return
+		}
+		if signed {
+			s.refuse(w, r, "your session has ended (logged out, idle or too old): log in again; nothing was changed")
 			return
 		}
 		s.refuse(w, r, "log in first: this dashboard needs its token")
@@ -113,6 +165,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, msg string) {
 type loginData struct {
 	Next    string
 	Problem string
+	Ended   string // why the session ended, when it did
 }
 
 // loginPage shows the login form.
@@ -121,7 +174,12 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, http.StatusOK, "login", frame{Title: "Log in", Data: loginData{Next: localPath(r.URL.Query().Get("next"))}})
+	d := loginData{Next: localPath(r.URL.Query().Get("next"))}
+	if r.URL.Query().Get("ended") != "" {
+		d.Ended = fmt.Sprintf("Your session has ended: you logged out, or it was idle for %s, or it began %s ago. Log in again.",
+			dur(s.cfg.SessionIdle), dur(s.cfg.SessionMaxAge))
+	}
+	s.render(w, r, http.StatusOK, "login", frame{Title: "Log in", Data: d})
 }
 
 // login checks the token of the login form, starts a session and goes on
@@ -132,7 +190,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	if !s.tokenMatches(r.PostFormValue("token")) {
+	ok, wait := s.tokenMatches(r, r.PostFormValue("token"))
+	if wait > 0 {
+		retryAfter(w, wait)
+		s.render(w, r, http.StatusTooManyRequests, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: tooManyMessage(wait)}})
+		return
+	}
+	if !ok {
 		s.render(w, r, http.StatusUnauthorized, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: "That is not the token."}})
 		return
 	}
@@ -140,16 +204,30 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout ends the browser's session.
+// logout ends the browser's session, on the server too: its cookie is
+// refused afterwards wherever it was copied to.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if id, ok := sessionOf(r); ok && id != bearerSession {
+		s.sessions.end(id)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// localPath returns p when it is a path of this server, "/" otherwise, so
-// that the login never sends the browser elsewhere.
+// localPath returns p when it is a plain path of this server (and its
+// query), "/" otherwise, so that the login never sends the browser
+// elsewhere. A browser drops tabs and newlines from a URL and reads a
+// backslash as a slash ("/\t/evil.example/" is "//evil.example/", another
+// host), so p may hold no control character or space, no backslash, no
+// scheme or host, and its path, decoded, must begin with one slash only.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") || strings.ContainsAny(p, "\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.ContainsFunc(p, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") ||
+		strings.ContainsFunc(u.Path, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' }) {
 		return "/"
 	}
 	return p

@@ -93,24 +93,50 @@ func barChart(title string, counts map[int64]int64, end time.Time) template.HTML
 	return c.html()
 }
 
-// lineChart draws samples as a line; label writes a value.
-func lineChart(title string, samples []sample, end time.Time, label func(float64) string) template.HTML {
+// past is what a line chart knows of the time before the dashboard's
+// first reading, which it marks when it lies within the window.
+type past struct {
+	began   time.Time // the first reading
+	derived []sample  // values derived for the time before began, drawn dashed; none when nothing can be
+	note    string    // what the derived values are, or why there are none
+}
+
+// lineChart draws samples as a line, and what it knows of the time before
+// the first reading (p); label writes a value.
+func lineChart(title string, samples []sample, end time.Time, label func(float64) string, p past) template.HTML {
 	var top float64
-	for _, s := range samples {
+	for _, s := range append(samples, p.derived...) {
 		top = max(top, s.v)
 	}
 	c := newChart(title, end, top, label)
-	if len(samples) > 0 {
-		c.b.WriteString(`<polyline class="line" fill="none" points="`)
-		for _, s := range samples {
-			fmt.Fprintf(&c.b, "%.1f,%.1f ", c.x(s.at), c.y(s.v))
+	if !p.began.IsZero() && p.began.After(c.start) {
+		x := c.x(p.began)
+		fmt.Fprintf(&c.b, `<line class="began" x1="%.1f" y1="%d" x2="%.1f" y2="%d"><title>%s</title></line>`,
+			x, padTop, x, padTop+plotHeight, template.HTMLEscapeString(p.note))
+		if len(p.derived) > 0 {
+			c.polyline("line derived", p.derived, p.note)
 		}
-		c.b.WriteString(`"/>`)
+	}
+	if len(samples) > 0 {
+		c.polyline("line", samples, "")
 		last := samples[len(samples)-1]
 		fmt.Fprintf(&c.b, `<circle class="dot" cx="%.1f" cy="%.1f" r="3"><title>%s</title></circle>`,
 			c.x(last.at), c.y(last.v), template.HTMLEscapeString(label(last.v)))
 	}
 	return c.html()
+}
+
+// polyline draws samples as a line of class, titled title when given.
+func (c *chart) polyline(class string, samples []sample, title string) {
+	fmt.Fprintf(&c.b, `<polyline class="%s" fill="none" points="`, class)
+	for _, s := range samples {
+		fmt.Fprintf(&c.b, "%.1f,%.1f ", c.x(s.at), c.y(s.v))
+	}
+	c.b.WriteString(`">`)
+	if title != "" {
+		fmt.Fprintf(&c.b, `<title>%s</title>`, template.HTMLEscapeString(title))
+	}
+	c.b.WriteString(`</polyline>`)
 }
 
 // durationLabel writes a value in nanoseconds as a duration.

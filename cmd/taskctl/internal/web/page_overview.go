@@ -2,6 +2,7 @@ package web
 
 import (
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -28,8 +29,18 @@ type topicLine struct {
 	Oldest      time.Time
 	Wait        time.Duration
 	Due         bool
-	Done        int64 // completed within the last hour
+	Done        int64  // completed within the last hour
+	Health      health // the cues raised (health.go)
 }
+
+// attention is a flagged topic in the overview's summary.
+type attention struct {
+	Topic, Link string
+	Health      health
+}
+
+// attentionListed is how many flagged topics the overview names at most.
+const attentionListed = 10
 
 // figures is the part of the overview that refreshes itself.
 type figures struct {
@@ -42,6 +53,9 @@ type figures struct {
 	All               int
 	Prev, Next        string
 	Alive             int
+	Attention         []attention // the flagged topics, of every page, attentionListed at most
+	Flagged           int         // the flagged topics in all
+	AttentionMore     int         // flagged beyond those listed
 	Throughput        template.HTML
 	Wait              template.HTML
 	Ready             template.HTML
@@ -107,6 +121,7 @@ func (s *Server) figures(r *http.Request) (figures, overviewQuery, error) {
 		Totals: make([]int64, len(allStates)), All: len(v.topics), Alive: len(v.alive),
 	}
 	matched := slices.DeleteFunc(slices.Clone(v.topics), func(t string) bool { return !strings.Contains(t, q.query) })
+	slices.SortFunc(matched, byName)
 	out.Matched = len(matched)
 	for _, topic := range v.topics {
 		for i, state := range allStates {
@@ -118,6 +133,8 @@ func (s *Server) figures(r *http.Request) (figures, overviewQuery, error) {
 	for _, topic := range page {
 		out.Topics = append(out.Topics, lineOf(v, topic))
 	}
+	out.Attention, out.AttentionMore = attentionOf(v)
+	out.Flagged = len(v.cues)
 	out.Prev, out.Next = overviewLinks(q, len(matched))
 	out.Throughput, out.Wait, out.Ready = overviewCharts(v)
 	return out, q, nil
@@ -129,7 +146,7 @@ func lineOf(v view, topic string) topicLine {
 	l := topicLine{
 		Topic: topic, Link: topicLink(topic), Activation: v.activations[topic],
 		Ready: v.ready[topic], Oldest: w.Oldest, Wait: w.Wait, Due: w.Due,
-		Counts: make([]int64, len(allStates)),
+		Counts: make([]int64, len(allStates)), Health: v.cues[topic],
 	}
 	for i, state := range allStates {
 		l.Counts[i] = v.tally.counts[topic][state]
@@ -138,6 +155,16 @@ func lineOf(v view, topic string) topicLine {
 		l.Done += n
 	}
 	return l
+}
+
+// attentionOf lists the flagged topics of v by name, attentionListed at
+// most, and how many more there are.
+func attentionOf(v view) (listed []attention, more int) {
+	topics := slices.SortedFunc(maps.Keys(v.cues), byName)
+	for _, topic := range topics[:min(len(topics), attentionListed)] {
+		listed = append(listed, attention{Topic: topic, Link: topicLink(topic), Health: v.cues[topic]})
+	}
+	return listed, len(topics) - len(listed)
 }
 
 // overviewLinks are the links to the pages of topics before and after this one.
@@ -166,8 +193,8 @@ func overviewLinks(q overviewQuery, matched int) (prev, next string) {
 func overviewCharts(v view) (throughput, wait, ready template.HTML) {
 	waits, readies := curves(v.overall)
 	return barChart("Completed per minute, every topic", v.perMinute(), v.at),
-		lineChart("WAIT, the longest of any topic (push→start latency of the next task)", waits, v.at, durationLabel),
-		lineChart("READY tasks, every topic", readies, v.at, countLabel)
+		lineChart("WAIT, the longest of any topic (push→start latency of the next task)", waits, v.at, durationLabel, waitPast(v.overall, v.began, v.at)),
+		lineChart("READY tasks, every topic", readies, v.at, countLabel, readyPast(v.began))
 }
 
 // curves turns points into the samples of the wait and READY charts.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -20,6 +21,7 @@ type taskData struct {
 	TopicLink  string
 	Info       taskapi.Info
 	Attempts   []taskproc.Attempt
+	Next       time.Time         // when the next attempt is due: a retried task READY and deferred
 	Earlier    []taskRow         // the identifier's tasks before this one, newest first
 	Later      []taskRow         // the identifier's tasks after this one
 	Recreated  []taskRow         // of Earlier, those revived as a later task: the lineage
@@ -60,6 +62,9 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		d.Act[a] = link("/action/"+a, url.Values{"topic": {topic}, "seq": {itoa(seq)}})
 	}
 	d.Attempts, _ = taskproc.Attempts(d.Info.Output)
+	if len(d.Attempts) > 0 && d.Info.State == taskapi.Ready {
+		d.Next = d.Info.NotBefore
+	}
 	d.Revivable, d.Deferrable = d.Info.State.Revivable(), d.Info.State == taskapi.Ready
 	d.Identifier = link("/topic", url.Values{"topic": {topic}, "identifier": {d.Info.Identifier}})
 	if err := s.relatives(r, &d); err != nil {

@@ -183,6 +183,7 @@ type topicData struct {
 	Activate   []activationLink
 	Ready      int64
 	Wait       ops.Wait
+	Health     health // the cues raised (health.go)
 	Counts     []stateCount
 	CountedAt  time.Time
 	Done       int64
@@ -274,7 +275,7 @@ func (s *Server) pageLinks(ctx context.Context, q listQuery, infos []taskapi.Inf
 func (s *Server) topicFigures(topic string) topicData {
 	v := s.sampler.snapshot()
 	d := topicData{Topic: topic, Activation: v.activations[topic], Ready: v.ready[topic], Wait: v.waits[topic],
-		CountedAt: v.tally.at, States: allStates}
+		CountedAt: v.tally.at, States: allStates, Health: v.cues[topic]}
 	for _, to := range []taskapi.Activation{taskapi.Paused, taskapi.Draining, taskapi.Running} {
 		if to != d.Activation {
 			label := map[taskapi.Activation]string{taskapi.Paused: "Pause", taskapi.Draining: "Drain", taskapi.Running: "Resume"}[to]
@@ -292,8 +293,8 @@ func (s *Server) topicFigures(topic string) topicData {
 	waits, readies := curves(v.series[topic])
 	d.Charts = []template.HTML{
 		barChart("Completed per minute in “"+topic+"”", perMinute, v.at),
-		lineChart("WAIT (push→start latency of the next task)", waits, v.at, durationLabel),
-		lineChart("READY tasks", readies, v.at, countLabel),
+		lineChart("WAIT (push→start latency of the next task)", waits, v.at, durationLabel, waitPast(v.series[topic], v.began, v.at)),
+		lineChart("READY tasks", readies, v.at, countLabel, readyPast(v.began)),
 	}
 	return d
 }

@@ -109,6 +109,10 @@ var funcs = template.FuncMap{
 	"dur":      dur,
 	"stateKey": func(s taskapi.State) string { return strings.ToLower(s.String()) },
 	"pretty":   pretty,
+	// names that may hold hidden characters (hidden.go)
+	"named":      named,
+	"isolated":   isolated,
+	"hiddenMark": hiddenMark,
 }
 
 // num writes n with thousands separators: 1,234,567.

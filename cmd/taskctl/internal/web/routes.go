@@ -10,7 +10,8 @@ import (
 var staticFiles embed.FS
 
 // routes returns the Server's handler: security headers on everything,
-// cross-origin POSTs refused, the static files and the login form open,
+// requests under a foreign Host refused (hosts.go), cross-origin POSTs
+// refused, the static files and the login form open,
 // and every page and action behind authentication and the CSRF check.
 // Actions change things through POST only; their GET is the confirmation.
 func (s *Server) routes() http.Handler {
@@ -45,7 +46,7 @@ func (s *Server) routes() http.Handler {
 	cross.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &httpError{status: http.StatusForbidden, msg: "a request from another site was refused: nothing was changed"})
 	}))
-	return secure(cross.Handler(root))
+	return secure(s.checkHost(cross.Handler(root)))
 }
 
 // readOnly refuses an action of a read-only dashboard.

@@ -24,8 +24,12 @@ type sampler struct {
 	series   map[string][]point // per topic, the last hour
 	overall  []point            // every topic: READY added up, the longest wait
 	done     *completions       // the completions counted
+	cues     map[string]health  // of the flagged topics (health.go)
+	began    time.Time          // the first reading
 	failure  error              // of the last reading, nil when it went well
 	failedAt time.Time
+
+	roster rosterRead // the last read of the roster (health.go); the sampler's goroutine's own
 
 	poked  chan struct{}
 	cancel context.CancelFunc
@@ -49,8 +53,11 @@ func newSampler(store Store, every, expiry time.Duration, logger *log.Logger) *s
 // completions of the last day once (the backfill).
 func (s *sampler) start(ctx context.Context) error {
 	now := time.Now()
-	s.done = newCompletions(settled(now))
+	s.done, s.began = newCompletions(settled(now)), now
 	if err := s.read(ctx, now); err != nil {
+		return err
+	}
+	if err := s.assess(ctx); err != nil {
 		return err
 	}
 	if err := s.count(ctx); err != nil {
@@ -104,6 +111,9 @@ func (s *sampler) loop(ctx context.Context) {
 			recount = true
 		}
 		err := s.read(ctx, time.Now())
+		if err == nil {
+			err = s.assess(ctx)
+		}
 		if err == nil && recount {
 			err = s.count(ctx)
 		}
@@ -130,6 +140,8 @@ type view struct {
 	series   map[string][]point
 	overall  []point
 	done     *completions
+	cues     map[string]health
+	began    time.Time
 	failure  error
 	failedAt time.Time
 }
@@ -139,7 +151,8 @@ type view struct {
 func (s *sampler) snapshot() view {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return view{reading: s.last, tally: s.tally, series: s.series, overall: s.overall, done: s.done, failure: s.failure, failedAt: s.failedAt}
+	return view{reading: s.last, tally: s.tally, series: s.series, overall: s.overall, done: s.done, cues: s.cues, began: s.began,
+		failure: s.failure, failedAt: s.failedAt}
 }
 
 // perMinute adds up the completions per minute (Unix minute) of the

@@ -11,10 +11,17 @@
 // the database per request only through index-backed calls (Page with a
 // cursor, Lookup, Roster; Results for a window beyond that memory). A
 // confirmation counts what its action would change within a time budget,
-// and shows a bound from the sampler's last count beyond it (budget.go). Every response carries strict
-// security headers (headers.go); every action is a POST that needs the
-// session's CSRF value (csrf.go) and, when a token is set, a session
-// (auth.go).
+// and shows a bound from the sampler's last count beyond it (budget.go).
+// The sampler also flags the topics an operator should look at (health.go),
+// and the pages mark the names that hold hidden characters (hidden.go).
+//
+// Every response carries strict security headers (headers.go); a request
+// under a host name the server does not answer to is refused before
+// anything else (hosts.go: DNS rebinding); every action is a POST that
+// needs the session's CSRF value (csrf.go) and, when a token is set, a
+// session (auth.go) that a logout, its age or its idleness ends
+// (sessions.go), got with a token whose guessing is throttled
+// (throttle.go).
 package web
 
 import (
@@ -61,6 +68,12 @@ type Config struct {
 	// and the static files: as a session cookie got at /login, or as a
 	// bearer Authorization header.
 	Token string
+	// Hosts are the host names served besides the loopback ones
+	// (localhost, 127.0.0.0/8, ::1), with any port (hosts.go). Without a
+	// Token only those are served, so that a page under a name that
+	// resolves to this machine (DNS rebinding) gets nothing; with a Token
+	// every host is, unless Hosts names some.
+	Hosts []string
 	// ReadOnly serves the pages without any action.
 	ReadOnly bool
 	// Expiry is how long an owner may stay silent before it counts as
@@ -74,6 +87,14 @@ type Config struct {
 	// stopped, and the page shows a bound from the sampler's last count
 	// instead; the result page after the action says exactly what changed.
 	CountBudget time.Duration
+	// SessionMaxAge ends a session this long after its login, and
+	// SessionIdle once no page was asked for in it for this long (the
+	// overview's own refreshes do not count); defaults 12h and 1h. They
+	// apply with a Token: without one there is no login to end.
+	SessionMaxAge, SessionIdle time.Duration
+	// Now is the clock of the sessions and of the throttling of logins
+	// (default time.Now); tests move it.
+	Now func() time.Time
 	// Log receives the errors of the server (default: discarded).
 	Log io.Writer
 }
@@ -86,6 +107,10 @@ const (
 	MinRefresh     = 100 * time.Millisecond
 	// DefaultCountBudget leaves a confirmation page within 200 ms.
 	DefaultCountBudget = 120 * time.Millisecond
+	// DefaultSessionMaxAge and DefaultSessionIdle are a working day, and
+	// an hour away from the dashboard.
+	DefaultSessionMaxAge = 12 * time.Hour
+	DefaultSessionIdle   = time.Hour
 )
 
 // window is how much of the past the charts show.
@@ -93,13 +118,15 @@ const window = time.Hour
 
 // Server is a dashboard.
 type Server struct {
-	cfg     Config
-	secret  []byte // per process: signs sessions and derives CSRF values
-	sampler *sampler
-	counts  *dbCounts // results windows counted in the database (counting.go)
-	views   views
-	handler http.Handler
-	log     *log.Logger
+	cfg      Config
+	secret   []byte    // per process: signs sessions and derives CSRF values
+	sessions *sessions // the logged-in sessions, with a token
+	throttle *throttle // of wrong tokens
+	sampler  *sampler
+	counts   *dbCounts // results windows counted in the database (counting.go)
+	views    views
+	handler  http.Handler
+	log      *log.Logger
 }
 
 // New returns a Server for cfg.
@@ -120,12 +147,23 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	if cfg.SessionMaxAge <= 0 {
+		cfg.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	v, err := loadViews()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, secret: make([]byte, 32), views: v, log: log.New(cfg.Log, "taskctl serve: ", log.LstdFlags)}
 	rand.Read(s.secret)
+	s.sessions = newSessions(cfg.SessionMaxAge, cfg.SessionIdle, cfg.Now)
+	s.throttle = newThrottle(cfg.Now)
 	s.sampler = newSampler(cfg.Store, cfg.Refresh, cfg.Expiry, s.log)
 	s.counts = newDBCounts(cfg.Store)
 	s.handler = s.routes()

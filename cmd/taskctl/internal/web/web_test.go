@@ -1,6 +1,7 @@
 package web
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ func TestLocalPathKeepsTheBrowserHere(t *testing.T) {
 	for in, want := range map[string]string{
 		"/topic?topic=a": "/topic?topic=a", "/": "/", "": "/", "//evil.example/x": "/", `/\evil.example`: "/",
 		"https://evil.example/": "/", "javascript:alert(1)": "/", "/owners\r\nSet-Cookie: x": "/",
+		"/\t/evil.example/": "/", "/ /evil.example": "/", "/%2F%2Fevil.example": "/", "/%5Cevil": "/", "/%09/evil": "/",
+		"/a\\b": "/", "/\x00": "/", "/topic?topic=%2F%2Fx&state=FAILED": "/topic?topic=%2F%2Fx&state=FAILED",
 	} {
 		if got := localPath(in); got != want {
 			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
@@ -42,7 +45,7 @@ func TestChartsEscapeTheirText(t *testing.T) {
 	title := `in "<script>alert(1)</script>" & more`
 	for _, svg := range []string{
 		string(barChart(title, map[int64]int64{now.Unix() / 60: 7}, now)),
-		string(lineChart(title, []sample{{now.Add(-time.Minute), 1}, {now, 3}}, now, countLabel)),
+		string(lineChart(title, []sample{{now.Add(-time.Minute), 1}, {now, 3}}, now, countLabel, past{})),
 	} {
 		if strings.Contains(svg, "<script>") || !strings.Contains(svg, "&lt;script&gt;") {
 			t.Errorf("a chart does not escape its title:\n%s", svg)
@@ -50,5 +53,34 @@ func TestChartsEscapeTheirText(t *testing.T) {
 		if strings.Contains(svg, "style=") {
 			t.Errorf("a chart has an inline style, which the CSP refuses:\n%s", svg)
 		}
+	}
+}
+
+func TestTopicsByName(t *testing.T) {
+	want := []string{"", "a01", "a1", "a1b", "a01c", "alpha", "Beta", "orders-2", "Orders-10", "orders-10", "orders-10b", "zeta", "é"}
+	got := slices.Clone(want)
+	slices.Reverse(got)
+	slices.SortFunc(got, byName)
+	if !slices.Equal(got, want) {
+		t.Errorf("sorted by name: %q, want %q", got, want)
+	}
+}
+
+func TestHiddenCharactersAreMarked(t *testing.T) {
+	for s, want := range map[string]string{
+		"plain-order": "", "שלום-42": "", "日本語のタスク": "", "é": "",
+		"invoice\u202efdp.exe": "⚠ bidi", "a\u200bb": "⚠ hidden", "tab\there": "⚠ hidden", "\x1b[31mred": "⚠ hidden",
+		"a\u2066b\u2069\u200b": "⚠ bidi", "tag\U000E0041": "⚠ hidden",
+	} {
+		mark := string(hiddenMark(s))
+		if want == "" && mark != "" || !strings.Contains(mark, want) {
+			t.Errorf("hiddenMark(%q) = %q, want %q", s, mark, want)
+		}
+		if iso := string(isolated(s)); (want != "") != strings.HasPrefix(iso, "<bdi>") {
+			t.Errorf("isolated(%q) = %q", s, iso)
+		}
+	}
+	if got := string(named(`<b>x</b>` + "\u202e")); !strings.Contains(got, "&lt;b&gt;") || strings.Contains(got, "<b>") {
+		t.Errorf("named does not escape: %q", got)
 	}
 }
