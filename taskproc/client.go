@@ -31,7 +31,7 @@ import (
 type Client[Tx any] struct {
 	repo     Repository[Tx]
 	transact Transact[Tx]
-	opts     []Option
+	opts     []ClientOption
 	s        settings
 	keeper   *keeper[Tx]
 	clock    *clockOffset // the database's clock as the keeper measures it, shared by the Managers
@@ -51,8 +51,8 @@ type clientRun[Tx any] struct {
 
 // New returns a Client that polls as repo's owner and runs its transactions
 // through transact. opts apply to every topic, before the topic's own.
-func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*Client[Tx], error) {
-	s, err := apply(opts)
+func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...ClientOption) (*Client[Tx], error) {
+	s, err := apply(opts, nil)
 	if err == nil && (repo == nil || transact == nil) {
 		err = fmt.Errorf("a repository and a transaction function are required: %w", taskapi.ErrInvalidArgument)
 	}
@@ -69,7 +69,7 @@ func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*C
 // Handle registers handler for topic, with options of the topic's own. It
 // fails with ErrInvalidArgument for a topic that has a handler already or
 // invalid options, and with ErrRunning once the Client runs.
-func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...Option) error {
+func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...TopicOption) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running != nil {
@@ -78,12 +78,7 @@ func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...Option) error
 	if _, ok := c.managers[topic]; ok {
 		return fmt.Errorf("taskproc: handle %q: the topic has a handler already: %w", topic, taskapi.ErrInvalidArgument)
 	}
-	if own, err := apply(opts); err == nil {
-		if err := own.refuseClientOnly(fmt.Sprintf("a topic (Handle %q)", topic)); err != nil {
-			return err
-		}
-	}
-	s, err := apply(append(slices.Clip(c.opts), opts...))
+	s, err := apply(c.opts, opts)
 	if err != nil {
 		return fmt.Errorf("taskproc: handle %q: %w", topic, err)
 	}

@@ -88,7 +88,7 @@ func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Durati
 
 // WithRetry sets the retry policy of transient failures
 // (DefaultRetryPolicy). A nil Backoff keeps the default one.
-func WithRetry(p RetryPolicy) Option {
+func WithRetry(p RetryPolicy) TopicOption {
 	return func(s *settings) {
 		if p.Backoff == nil {
 			p.Backoff = DefaultRetryPolicy().Backoff

@@ -81,7 +81,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	handler, opts := effects(c), []taskproc.Option(nil)
+	handler, opts := effects(c), []taskproc.ClientOption(nil)
 	if c.mix == "soak" {
 		handler, opts = soak(c.owner, c.work), soakOptions
 	}
