@@ -1,7 +1,7 @@
 # Each target is a step of CI (.ci/run STEP): `make ci` runs them all, as
 # CI does on a clean clone. `make test` is README's test command with the
 # servers the tests start themselves; CONTRIBUTING.md says what each runs.
-.PHONY: ci setup fmt vet test heavy test-all soak fuzz bench-smoke
+.PHONY: ci setup fmt vet lint test heavy test-all soak fuzz bench-smoke
 
 ci:
 	.ci/run
@@ -14,6 +14,9 @@ fmt:
 
 vet:
 	.ci/run vet
+
+lint:
+	.ci/run lint
 
 test:
 	.ci/run test

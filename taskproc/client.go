@@ -2,6 +2,7 @@ package taskproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -143,7 +144,7 @@ func (c *Client[Tx]) Start(ctx context.Context) error {
 	for _, topic := range slices.Sorted(maps.Keys(c.managers)) {
 		m := c.managers[topic]
 		if err := m.Start(ctx); err != nil {
-			stopAll(context.WithoutCancel(ctx), started)
+			err = errors.Join(err, stopAll(context.WithoutCancel(ctx), started))
 			c.keeper.stop()
 			return err
 		}
@@ -225,7 +226,7 @@ func stopAll[Tx any](ctx context.Context, managers []*Manager[Tx]) error {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		errs = slices.DeleteFunc(errs, func(err error) bool { return err == ctx.Err() })
+		errs = slices.DeleteFunc(errs, func(err error) bool { return err == ctx.Err() }) //nolint:errorlint // the Managers' own ctx.Err(), as it is: added once below
 		errs = append(errs, ctx.Err())
 	}
 	return join(errs)

@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if v := recover(); v != nil {
 			fmt.Fprintf(stderr, "taskctl: internal error: %v\n", v)
 			if os.Getenv("TASKCTL_DEBUG") != "" {
-				stderr.Write(debug.Stack())
+				_, _ = stderr.Write(debug.Stack())
 			}
 			code = exitFailure
 		}

@@ -180,7 +180,7 @@ const shutdownPatience = 5 * time.Second
 // fails.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.sampler.start(ctx); err != nil {
-		ln.Close()
+		_ = ln.Close() // nothing was served on it: the reading's error is the one to report
 		return fmt.Errorf("first reading of the database: %w", err)
 	}
 	defer s.sampler.stop()
@@ -200,6 +200,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownPatience)
 	defer cancel()
 	err := hs.Shutdown(stopCtx)
-	<-served
+	if end := <-served; !errors.Is(end, http.ErrServerClosed) { // what Serve returns once Shutdown began
+		err = errors.Join(err, end)
+	}
 	return err
 }
