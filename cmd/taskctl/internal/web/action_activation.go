@@ -45,6 +45,7 @@ func (s *Server) planActivation(ctx context.Context, f form, _ bool) (*plan, err
 				return nil, err
 			}
 			o.Lines = append(o.Lines, fmt.Sprintf("%q was %s and is %s", t, current[t], to))
+			o.Changed++
 		}
 		return o, nil
 	}

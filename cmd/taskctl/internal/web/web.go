@@ -54,6 +54,10 @@ type Store interface {
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	// Record and AuditLog write and read the audit log of the actions
+	// (audit.go, page_audit.go).
+	Record(ctx context.Context, entry taskapi.AuditEntry) (taskapi.AuditEntry, error)
+	AuditLog(ctx context.Context, before int64, limit int) ([]taskapi.AuditEntry, error)
 	// Pages runs read in one transaction, with a Pager that reads in it.
 	Pages(ctx context.Context, read func(p ops.Pager) error) error
 }
