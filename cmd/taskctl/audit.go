@@ -40,11 +40,16 @@ var unrecorded = map[string]bool{"yes": true, "database": true, "json": true, "h
 
 // audited records c in the audit log as an action of the OS user, named
 // by its command ("topic pause", "purge"), with the flags given as its
-// parameters, and err when the command stopped on one. The change stands
+// parameters, and err when the command stopped on one after it changed
+// something; a command that failed having changed nothing records
+// nothing, as bad input changes nothing. The change stands
 // whatever becomes of the record: a record that fails is said on stderr
 // and does not change the exit code, so that a script does not run the
 // change again.
 func (a *app) audited(s store, c change, err error) {
+	if err != nil && c.changed == 0 {
+		return
+	}
 	entry := taskapi.AuditEntry{Actor: osUser(), Origin: cliOrigin, Action: strings.TrimPrefix(c.cmd.CommandPath(), "taskctl "),
 		Params: changeParams(c), Bound: c.bound, Changed: c.changed, Outcome: c.outcome}
 	if err != nil {

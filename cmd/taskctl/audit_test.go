@@ -90,6 +90,9 @@ func TestAuditCommands(t *testing.T) {
 				must(t, db, read...)
 			}
 			wantExit(t, db, exitUsage, "--yes", "topic", "destroy", "spare") // refused: no terminal to ask on
+			// A change refused by the database (the task is READY again) changes
+			// nothing, and records nothing.
+			wantExit(t, db, exitFailure, "state mismatch", "revive", "-t", "orders", "--sequence", fmt.Sprint(failed[0].Sequence))
 			if got := cliAudit(t, db, "--limit", "1000"); len(got) != n {
 				t.Fatalf("reads or a refused change recorded entries: %+v", got[:len(got)-n])
 			}

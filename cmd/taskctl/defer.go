@@ -59,8 +59,8 @@ func (a *app) deferTasks(cmd *cobra.Command, topic string, until time.Time, seqs
 	}
 	var n int64
 	if len(seqs) > 0 {
-		tasks, err := ops.LookupTasks(ctx, s, topic, seqs)
-		if err != nil {
+		var tasks []taskapi.Task
+		if tasks, err = ops.LookupTasks(ctx, s, topic, seqs); err != nil {
 			return err
 		}
 		if err = s.Defer(ctx, topic, until, tasks); err == nil {

@@ -95,8 +95,8 @@ func (a *app) revive(cmd *cobra.Command, sel selection, how string) error {
 	}
 	var revived []taskapi.Revival
 	if len(seqs) > 0 {
-		tasks, err := ops.LookupTasks(ctx, s, sel.topic, seqs)
-		if err != nil {
+		var tasks []taskapi.Task
+		if tasks, err = ops.LookupTasks(ctx, s, sel.topic, seqs); err != nil {
 			return err
 		}
 		revived, err = s.ReviveTasks(ctx, sel.topic, mode, tasks)

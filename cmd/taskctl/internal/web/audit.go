@@ -73,10 +73,15 @@ func checkLabel(name string) string {
 }
 
 // recordAction records an action that ran: who, what (the values of the
-// POST), the bound among them, what it changed and said, or its error.
-// The action stands whatever becomes of the record; a record that fails
-// is logged and said on the result page (o.AuditFailure).
+// POST), the bound among them, what it changed and said, and its error
+// when it stopped on one after it changed something; an action that
+// failed having changed nothing records nothing, as bad input changes
+// nothing. The action stands whatever becomes of the record; a record
+// that fails is logged and said on the result page (o.AuditFailure).
 func (s *Server) recordAction(r *http.Request, name string, p *plan, o *outcome, runErr error) {
+	if runErr != nil && (o == nil || o.Changed == 0) {
+		return
+	}
 	entry := taskapi.AuditEntry{Actor: s.actor(r), Origin: auditOrigin, Action: name,
 		Params: auditParams(p.Hidden), Bound: auditBound(p.Hidden)}
 	if o != nil {
