@@ -14,6 +14,8 @@
 // and shows a bound from the sampler's last count beyond it (budget.go).
 // The sampler also flags the topics an operator should look at (health.go),
 // and the pages mark the names that hold hidden characters (hidden.go).
+// Every action that ran is recorded in the database's audit log, with who
+// acted (audit.go), which the audit page lists (page_audit.go).
 //
 // Every response carries strict security headers (headers.go); a request
 // under a host name the server does not answer to is refused before
