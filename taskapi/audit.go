@@ -12,8 +12,9 @@ type AuditEntry struct {
 	// ID numbers the entry, assigned by the database when it is recorded:
 	// later entries have higher IDs. It is the cursor of AuditLog.
 	ID int64
-	// At is when the entry was recorded, on the database clock, in UTC;
-	// set by Record.
+	// At is when the entry was recorded, on the database clock (on
+	// SQLite the process's, as every time taskansi writes there), in
+	// UTC; set by Record.
 	At time.Time
 	// Actor is who acted: the dashboard session's label, or the user of
 	// the operating system for a command (at most MaxActorLength bytes).
@@ -40,9 +41,9 @@ type AuditEntry struct {
 // The limits of an AuditEntry's names; Params, Bound and Outcome are free
 // text.
 const (
-	MaxActorLength  = 250
-	MaxOriginLength = 50
-	MaxActionLength = 50
+	MaxActorLength  = 250 // AuditEntry.Actor, as an owner name
+	MaxOriginLength = 50  // AuditEntry.Origin
+	MaxActionLength = 50  // AuditEntry.Action
 )
 
 // MaxAuditPage is the most entries that one AuditLog call returns.

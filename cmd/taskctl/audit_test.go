@@ -129,3 +129,22 @@ func TestAuditCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditPrintsHostileAsText records a change to a topic whose name
+// holds a terminal escape and a bidirectional control: 'taskctl audit'
+// prints neither to the terminal, and --json keeps the name as it is.
+func TestAuditPrintsHostileAsText(t *testing.T) {
+	db := sqliteURL(t)
+	topic := "\x1b[2J\x1b[31mred\u202eeman"
+	must(t, db, "topic", "init", topic)
+	text := must(t, db, "audit")
+	if strings.ContainsAny(text, "\x1b\u202e") || !strings.Contains(text, "topic init") {
+		t.Errorf("taskctl audit printed an escape or a bidirectional control:\n%q", text)
+	}
+	var params struct {
+		Topic []string `json:"topic"`
+	}
+	if err := json.Unmarshal(cliAudit(t, db)[0].Params, &params); err != nil || len(params.Topic) != 1 || params.Topic[0] != topic {
+		t.Errorf("audit --json params hold %+v (%v), want the topic as it is", params, err)
+	}
+}
