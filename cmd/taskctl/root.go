@@ -105,7 +105,7 @@ Exit codes: 0 success, 1 the operation failed, 2 bad usage or input,
 func (a *app) commands() []*cobra.Command {
 	grouped := map[string][]*cobra.Command{
 		"setup":  {a.migrateCommand(), a.topicCommand(), a.ownersCommand(), a.expireCommand()},
-		"read":   {a.listCommand(), a.showCommand(), a.countCommand(), a.resultsCommand(), a.resolveCommand()},
+		"read":   {a.listCommand(), a.showCommand(), a.countCommand(), a.resultsCommand(), a.resolveCommand(), a.auditCommand()},
 		"change": {a.pushCommand(), a.reviveCommand(), a.reassignCommand(), a.deferCommand(), a.purgeCommand()},
 		"watch":  {a.topCommand(), a.serveCommand(), a.demoCommand()},
 	}

@@ -14,6 +14,8 @@
 // and shows a bound from the sampler's last count beyond it (budget.go).
 // The sampler also flags the topics an operator should look at (health.go),
 // and the pages mark the names that hold hidden characters (hidden.go).
+// Every action that ran is recorded in the database's audit log, with who
+// acted (audit.go), which the audit page lists (page_audit.go).
 //
 // Every response carries strict security headers (headers.go); a request
 // under a host name the server does not answer to is refused before
@@ -54,6 +56,10 @@ type Store interface {
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	// Record and AuditLog write and read the audit log of the actions
+	// (audit.go, page_audit.go).
+	Record(ctx context.Context, entry taskapi.AuditEntry) (taskapi.AuditEntry, error)
+	AuditLog(ctx context.Context, before int64, limit int) ([]taskapi.AuditEntry, error)
 	// Pages runs read in one transaction, with a Pager that reads in it.
 	Pages(ctx context.Context, read func(p ops.Pager) error) error
 }
