@@ -22,7 +22,7 @@ func testAudit[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["NewestFirstWithEveryField"] = func(t *testing.T) {
 		w := worldOf(setup(t, b))
-		hostile := taskapi.AuditEntry{Actor: `O'Brien "<b>" ‮évil`, Origin: "dashboard", Action: "purge",
+		hostile := taskapi.AuditEntry{Actor: "O'Brien \"<b>\" \u202eévil", Origin: "dashboard", Action: "purge",
 			Params: `{"topic":["o'r<d>ers"],"state":["FAILED"],"note":"\u202e"}`, Bound: "up to sequence 12, seen at 2026-11-27T03:00:00Z",
 			Changed: 5, Outcome: "deleted 5 tasks of \"o'r<d>ers\"\n(sequences 1 to 12)."}
 		first := w.record(taskapi.AuditEntry{Actor: "alice", Origin: "cli", Action: "pause", Params: `{"topic":["a"]}`, Changed: 1})
