@@ -46,6 +46,8 @@ type config struct {
 	notes    string
 	replay   string
 	markdown string
+	docs     []string // Markdown files whose generated blocks --replay rewrites (docs.go)
+	check    bool     // with docs: change nothing, fail when a block differs
 	scale    scale
 }
 
@@ -112,10 +114,18 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.notes, "notes", "", "free text recorded in the JSON (e.g. what else ran on the machine)")
 	flag.StringVar(&cfg.markdown, "markdown", "", "also write the table as Markdown to this file (for README)")
 	flag.StringVar(&cfg.replay, "replay", "", "measure nothing: print, chart and compare the results of this JSON file")
+	flag.Func("docs", "with --replay: comma-separated Markdown files whose <!-- bench:NAME --> blocks are rewritten from the results", func(v string) error {
+		cfg.docs = append(cfg.docs, strings.Split(v, ",")...)
+		return nil
+	})
+	flag.BoolVar(&cfg.check, "check", false, "with --docs: change nothing, and fail when a block differs from the results")
 	flag.StringVar(&proc, "taskproc", "", "how taskproc runs, over the default "+defaultProc.flag()+
 		" (buffer and workers 0: the handler runs on the poll loop; parallel N: Parallel(N) instead of Sequential)")
 	flag.StringVar(&wakeUps, "wakeups", "", "wake-ups of every taskrepo repository: off, or the interval of taskpg.WithWakeUps (default: taskpg's)")
 	flag.Parse()
+	if len(cfg.docs) > 0 && cfg.replay == "" {
+		return cfg, fmt.Errorf("--docs needs --replay: the results to write")
+	}
 	var err error
 	if repoOptions, err = parseWakeUps(wakeUps); err != nil {
 		return cfg, err

@@ -306,11 +306,23 @@ func replay(cfg config) error {
 	if err != nil {
 		return err
 	}
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil {
+	r, err := parseReport(data)
+	if err != nil {
 		return fmt.Errorf("%s: %w", cfg.replay, err)
 	}
-	return present(cfg, &r)
+	if len(cfg.docs) > 0 {
+		return updateDocs(cfg.docs, r, cfg.check)
+	}
+	return present(cfg, r)
+}
+
+// parseReport reads a report written as JSON.
+func parseReport(data []byte) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 // present prints the table, draws the chart and compares with the baseline.
@@ -356,13 +368,18 @@ func printTable(w io.Writer, r *Report) {
 // writeMarkdown writes the figures as a Markdown table, for README.
 func writeMarkdown(path string, r *Report) error {
 	var buf bytes.Buffer
+	writeTable(&buf, r)
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// writeTable writes the figures as a Markdown table.
+func writeTable(buf *bytes.Buffer, r *Report) {
 	buf.WriteString("| figure | unit | taskrepo | River | River defaults | ratio | target | verdict |\n")
 	buf.WriteString("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, f := range r.Figures {
-		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Name, f.Unit, number(f.Taskrepo), number(f.River),
+		fmt.Fprintf(buf, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Name, f.Unit, number(f.Taskrepo), number(f.River),
 			optional(f.RiverDefaults), ratioText(f), targetText(f), verdict(f))
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
 func firstWords(s string, n int) string {
