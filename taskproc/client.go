@@ -45,7 +45,7 @@ type Client[Tx any] struct {
 // clientRun is one Start to Stop of a Client.
 type clientRun[Tx any] struct {
 	managers  []*Manager[Tx]
-	control   *control[Tx] // the keeper, the Notifier and the reconciliation
+	control   *control // the keeper, the Notifier and the reconciliation
 	halt      sync.Once
 	stopAfter func() bool // unregisters the stop on the end of Start's context
 }
@@ -61,7 +61,7 @@ func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...ClientOptio
 		return nil, fmt.Errorf("taskproc: new client: %w", err)
 	}
 	c := &Client[Tx]{repo: repo, transact: transact, opts: opts, s: s, managers: map[string]*Manager[Tx]{}, clock: &clockOffset{}}
-	if c.keeper, err = newKeeper(c, repo, s); err != nil {
+	if c.keeper, err = newKeeper(repo, transact, c.managerList, s); err != nil {
 		return nil, err
 	}
 	return c, nil

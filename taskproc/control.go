@@ -8,22 +8,25 @@ import (
 
 // control runs what a Client does besides its Managers: the keeper, the
 // Notifier and the reconciliation of activations, until stop.
-type control[Tx any] struct {
-	c       *Client[Tx]
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	pending map[string]bool // topics whose activation changed; "" stands for all
-	signal  chan struct{}
+type control struct {
+	s         settings
+	resume    func(topics ...string)                           // wakes the Managers of topics
+	reconcile func(ctx context.Context, topics []string) error // reads activations (all for none)
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	pending   map[string]bool // topics whose activation changed; "" stands for all
+	signal    chan struct{}
 }
 
 // startControl starts the keeper, the Notifier and the reconciliation.
-func (c *Client[Tx]) startControl(ctx context.Context) *control[Tx] {
-	k := &control[Tx]{c: c, stop: make(chan struct{}), pending: map[string]bool{}, signal: make(chan struct{}, 1)}
+func (c *Client[Tx]) startControl(ctx context.Context) *control {
+	k := &control{s: c.s, resume: c.Resume, reconcile: c.reconcile,
+		stop: make(chan struct{}), pending: map[string]bool{}, signal: make(chan struct{}, 1)}
 	if c.s.heartbeat > 0 {
 		k.wg.Go(func() { c.keeper.run(ctx, k.stop) })
 	}
-	k.wg.Go(func() { k.reconcile(ctx) })
+	k.wg.Go(func() { k.reconciling(ctx) })
 	if c.s.notifier != nil {
 		k.wg.Go(func() { k.listen(ctx) })
 	}
@@ -31,19 +34,19 @@ func (c *Client[Tx]) startControl(ctx context.Context) *control[Tx] {
 }
 
 // halt stops what startControl started and waits for it.
-func (k *control[Tx]) halt() {
+func (k *control) halt() {
 	close(k.stop)
 	k.wg.Wait()
 }
 
 // listen runs the Notifier until stop.
-func (k *control[Tx]) listen(ctx context.Context) {
+func (k *control) listen(ctx context.Context) {
 	ctx, cancel := untilClosed(ctx, k.stop)
 	defer cancel()
-	w := newWaker(k.c.Resume, k.c.s.window)
+	w := newWaker(k.resume, k.s.window)
 	defer w.stop()
-	lost := func(err error) { k.c.s.notify(Event{Kind: EventNotifierLost, Err: err}) }
-	if err := k.c.s.notifier.Listen(ctx, w.wake, k.activated, lost); err != nil && ctx.Err() == nil {
+	lost := func(err error) { k.s.notify(Event{Kind: EventNotifierLost, Err: err}) }
+	if err := k.s.notifier.Listen(ctx, w.wake, k.activated, lost); err != nil && ctx.Err() == nil {
 		lost(err)
 	}
 }
@@ -62,7 +65,7 @@ func untilClosed(ctx context.Context, stop <-chan struct{}) (context.Context, co
 }
 
 // activated asks for the activations of topics (all for none) to be read.
-func (k *control[Tx]) activated(topics []string) {
+func (k *control) activated(topics []string) {
 	k.mu.Lock()
 	if len(topics) == 0 {
 		k.pending[""] = true
@@ -77,10 +80,10 @@ func (k *control[Tx]) activated(topics []string) {
 	}
 }
 
-// reconcile reads the activations every reconcile interval, and at once
+// reconciling reads the activations every reconcile interval, and at once
 // when a notification asks for it.
-func (k *control[Tx]) reconcile(ctx context.Context) {
-	ticker := time.NewTicker(k.c.s.reconcile)
+func (k *control) reconciling(ctx context.Context) {
+	ticker := time.NewTicker(k.s.reconcile)
 	defer ticker.Stop()
 	for {
 		var topics []string
@@ -96,14 +99,14 @@ func (k *control[Tx]) reconcile(ctx context.Context) {
 				continue
 			}
 		}
-		if err := k.c.reconcile(ctx, topics); err != nil {
-			k.c.s.notify(Event{Kind: EventReconcileFailed, Err: err})
+		if err := k.reconcile(ctx, topics); err != nil {
+			k.s.notify(Event{Kind: EventReconcileFailed, Err: err})
 		}
 	}
 }
 
 // take returns the topics asked for: nil for none, empty for all.
-func (k *control[Tx]) take() []string {
+func (k *control) take() []string {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(k.pending) == 0 {

@@ -34,7 +34,8 @@ var errLate = errors.New("taskproc: no heartbeat confirmed within the expiry")
 // VM paused, a heartbeat that waited long) fences it just the same: the
 // Client never carries on with claims another process may have taken.
 type keeper[Tx any] struct {
-	c         *Client[Tx]
+	transact  Transact[Tx]
+	managers  func() []*Manager[Tx] // the Client's, whose tasks it keeps
 	s         settings
 	successor func(previous string) (Repository[Tx], error)
 
@@ -48,8 +49,10 @@ type keeper[Tx any] struct {
 	lastPurge, lastSweep time.Time
 }
 
-func newKeeper[Tx any](c *Client[Tx], repo Repository[Tx], s settings) (*keeper[Tx], error) {
-	k := &keeper[Tx]{c: c, s: s, repo: repo}
+// newKeeper returns the keeper of the owner of repo, which runs its
+// transactions through transact and keeps the tasks of managers.
+func newKeeper[Tx any](repo Repository[Tx], transact Transact[Tx], managers func() []*Manager[Tx], s settings) (*keeper[Tx], error) {
+	k := &keeper[Tx]{transact: transact, managers: managers, s: s, repo: repo}
 	if s.successor != nil {
 		fn, ok := s.successor.(func(previous string) (Repository[Tx], error))
 		if !ok {
@@ -73,7 +76,7 @@ func (k *keeper[Tx]) register(ctx context.Context) error {
 	repo := k.owner()
 	sent := time.Now()
 	err := retryConflicts(ctx, func() error {
-		return k.c.transact(ctx, func(tx Tx) error {
+		return k.transact(ctx, func(tx Tx) error {
 			_, err := repo.Register(ctx, tx)
 			return err
 		})
@@ -168,7 +171,7 @@ func (k *keeper[Tx]) beat(ctx context.Context) {
 	k.confirm(repo, sent)
 	ctx, cancel := context.WithTimeout(ctx, k.s.heartbeat)
 	defer cancel()
-	for _, m := range k.c.managerList() {
+	for _, m := range k.managers() {
 		m.tidy(ctx)
 	}
 	k.maintain(ctx, repo)
@@ -189,7 +192,7 @@ func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) (time.T
 	var sent time.Time
 	err := retryConflicts(ctx, func() error {
 		sent = time.Now()
-		return k.c.transact(ctx, func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
+		return k.transact(ctx, func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
 	})
 	return sent, err
 }
@@ -237,7 +240,7 @@ func (k *keeper[Tx]) fenceLate(repo Repository[Tx], cause error) {
 	}
 	k.fence = true
 	k.mu.Unlock()
-	for _, m := range k.c.managerList() {
+	for _, m := range k.managers() {
 		m.fence()
 	}
 	k.s.notify(Event{Kind: EventFenced, Owner: repo.Owner(), Err: fmt.Errorf("%w: %w", ErrFenced, cause)})
@@ -256,7 +259,7 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 		}
 	}
 	sent := time.Now()
-	err := k.c.transact(ctx, func(tx Tx) error {
+	err := k.transact(ctx, func(tx Tx) error {
 		_, err := next.Register(ctx, tx)
 		return err
 	})
@@ -268,7 +271,7 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 	k.repo, k.fence = next, false
 	k.mu.Unlock()
 	k.confirm(next, sent)
-	for _, m := range k.c.managerList() {
+	for _, m := range k.managers() {
 		if next == old {
 			m.unfence(ctx, nil) // the same owner: give back what it gave up
 		} else {
@@ -321,7 +324,7 @@ func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 		})
 	}
 	if k.s.revival {
-		for _, m := range k.c.managerList() {
+		for _, m := range k.managers() {
 			if err := m.rescue(ctx, repo); err != nil {
 				k.s.notify(Event{Kind: EventMaintenanceFailed, Topic: m.topic, Owner: repo.Owner(), Err: err})
 			}
@@ -331,7 +334,7 @@ func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 
 // try runs fn in a transaction and tells of its failure.
 func (k *keeper[Tx]) try(ctx context.Context, repo Repository[Tx], fn func(tx Tx) error) {
-	if err := k.c.transact(ctx, fn); err != nil {
+	if err := k.transact(ctx, fn); err != nil {
 		k.s.notify(Event{Kind: EventMaintenanceFailed, Owner: repo.Owner(), Err: err})
 	}
 }
