@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -188,7 +189,7 @@ func (a *app) printAudit(entries []taskapi.AuditEntry, limit int) error {
 // format characters (bidirectional controls, zero-width ones) as "?", so
 // that no entry reorders or hides what the terminal shows.
 func auditCell(text string, n int) string {
-	return clip(strings.Map(func(r rune) rune {
+	return output.Clip(strings.Map(func(r rune) rune {
 		if unicode.Is(unicode.Cf, r) {
 			return '?'
 		}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 )
 
 // confirm asks the question on the terminal and goes on only on "y" or
@@ -15,7 +17,7 @@ func (a *app) confirm(ctx context.Context, yes bool, format string, args ...any)
 	if yes {
 		return nil
 	}
-	if !isTerminal(a.stdin) {
+	if !output.IsTerminal(a.stdin) {
 		return usagef("this changes data and there is no terminal to ask on: pass --yes to go on")
 	}
 	fmt.Fprintf(a.stderr, format+" [y/N] ", args...)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -163,8 +164,8 @@ func (a *app) printPage(topic string, infos []taskapi.Info, req pageRequest) err
 	rows := make([][]string, len(infos))
 	for i, info := range infos {
 		rows[i] = []string{
-			strconv.FormatInt(info.Sequence, 10), clip(info.Identifier, 32), info.State.String(),
-			clip(info.Reference, 20), clip(info.Owner, 24), ago(info.Created, now), ago(info.Completed, now), clip(info.Output, 30),
+			strconv.FormatInt(info.Sequence, 10), output.Clip(info.Identifier, 32), info.State.String(),
+			output.Clip(info.Reference, 20), output.Clip(info.Owner, 24), ago(info.Created, now), ago(info.Completed, now), output.Clip(info.Output, 30),
 		}
 	}
 	a.printTable([]string{"SEQUENCE", "IDENTIFIER", "STATE", "REFERENCE", "OWNER", "CREATED", "COMPLETED", "OUTPUT"}, rows)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 )
 
 // forever is a window that holds every heartbeat: Owners within it lists
@@ -69,7 +70,7 @@ func (a *app) printOwners(all, alive []string) error {
 		if rows[i].Alive {
 			status = "ALIVE"
 		}
-		cells[i] = []string{clip(o, 80), status}
+		cells[i] = []string{output.Clip(o, 80), status}
 	}
 	if a.json {
 		return a.printJSON(rows)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/schollz/progressbar/v3"
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 )
 
 // progress is a progress bar on stderr when stderr is a terminal, and
@@ -11,7 +12,7 @@ type progress struct{ bar *progressbar.ProgressBar }
 // progress starts a bar for total units (bytes or tasks); total 0 shows a
 // spinner.
 func (a *app) progress(total int64, what string) *progress {
-	if !isTerminal(a.stderr) {
+	if !output.IsTerminal(a.stderr) {
 		return &progress{}
 	}
 	max := total

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
@@ -76,12 +77,12 @@ func (a *app) show(cmd *cobra.Command, topic string, seq int64) error {
 func (a *app) printTask(t taskJSON) {
 	now := time.Now()
 	rows := [][]string{
-		{"topic", clip(t.Topic, 1000)}, {"sequence", strconv.FormatInt(t.Sequence, 10)}, {"identifier", clip(t.Identifier, 1000)},
-		{"state", t.State}, {"descent", t.Descent}, {"owner", orDash(clip(t.Owner, 1000))}, {"reference", orDash(clip(t.Reference, 1000))},
+		{"topic", output.Clip(t.Topic, 1000)}, {"sequence", strconv.FormatInt(t.Sequence, 10)}, {"identifier", output.Clip(t.Identifier, 1000)},
+		{"state", t.State}, {"descent", t.Descent}, {"owner", orDash(output.Clip(t.Owner, 1000))}, {"reference", orDash(output.Clip(t.Reference, 1000))},
 		{"created", stamp(&t.Created, now)}, {"completed", stamp(t.Completed, now)},
 		{"not before", stamp(t.NotBefore, now)}, {"revivals", strconv.Itoa(t.Revivals)},
 	}
-	fmt.Fprintln(a.stdout, renderTable([]string{"FIELD", "VALUE"}, rows, colorful(a.stdout)))
+	fmt.Fprintln(a.stdout, output.RenderTable([]string{"FIELD", "VALUE"}, rows, output.Colorful(a.stdout)))
 	a.printf("\ninput:\n%s\n\noutput:\n%s\n", indentJSON(t.Input), indentJSON(t.Output))
 	if attempts, ok := taskproc.Attempts(t.Output); ok {
 		a.printf("\nattempts:\n")

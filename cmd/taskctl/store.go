@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/demo"
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/migrations"
 	"github.com/taskrepo/taskrepo/taskansi"
@@ -47,7 +48,7 @@ type store interface {
 	// trips of one transaction (the dashboard's heads of READY tasks).
 	Pages(ctx context.Context, read func(p ops.Pager) error) error
 	// Demo runs the demo on this database (demo.go).
-	Demo(ctx context.Context, d *demo) error
+	Demo(ctx context.Context, cfg demo.Config) error
 	// Shown is the database's URL without its password.
 	Shown() string
 	Close()

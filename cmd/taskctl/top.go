@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/top"
 )
 
 // topFlags are the flags of top as given on the command line.
@@ -13,9 +14,6 @@ type topFlags struct {
 	interval, window, within string
 	once                     bool
 }
-
-// minTopInterval is the shortest refresh interval top accepts.
-const minTopInterval = 100 * time.Millisecond
 
 // topCommand returns 'taskctl top', the live view of every topic.
 func (a *app) topCommand() *cobra.Command {
@@ -63,25 +61,25 @@ a table and exits; with --json it prints one reading as JSON.`,
 }
 
 // config checks the flags and returns what top reads and how often.
-func (f topFlags) config() (topConfig, error) {
-	var cfg topConfig
+func (f topFlags) config() (top.Config, error) {
+	var cfg top.Config
 	var err error
-	if cfg.interval, err = parseDuration("--interval", f.interval); err != nil {
+	if cfg.Interval, err = parseDuration("--interval", f.interval); err != nil {
 		return cfg, err
 	}
-	if cfg.interval < minTopInterval {
-		return cfg, usagef("--interval %s is too short: top reads the database at most every %s", f.interval, minTopInterval)
+	if cfg.Interval < top.MinInterval {
+		return cfg, usagef("--interval %s is too short: top reads the database at most every %s", f.interval, top.MinInterval)
 	}
-	if cfg.window, err = parseDuration("--window", f.window); err != nil {
+	if cfg.Window, err = parseDuration("--window", f.window); err != nil {
 		return cfg, err
 	}
-	if cfg.window < time.Second {
+	if cfg.Window < time.Second {
 		return cfg, usagef("--window %s is too short: give at least 1s", f.window)
 	}
-	if cfg.within, err = parseDuration("--within", f.within); err != nil {
+	if cfg.Within, err = parseDuration("--within", f.within); err != nil {
 		return cfg, err
 	}
-	if cfg.within <= 0 {
+	if cfg.Within <= 0 {
 		return cfg, usagef("--within %s: give a duration above zero, such as 30s", f.within)
 	}
 	return cfg, nil
@@ -98,26 +96,8 @@ func (a *app) top(ctx context.Context, f topFlags) error {
 	if err != nil {
 		return err
 	}
-	if a.json || f.once || !isTerminal(a.stdout) {
-		return a.topOnce(ctx, s, cfg)
+	if a.json || f.once || !output.IsTerminal(a.stdout) {
+		return top.Once(ctx, s, cfg, a.stdout, a.json)
 	}
-	return a.topLive(ctx, s, cfg)
-}
-
-// topOnce prints one reading as a table, or as JSON with --json.
-func (a *app) topOnce(ctx context.Context, s store, cfg topConfig) error {
-	snap, err := takeTopSnapshot(ctx, s, cfg, time.Now())
-	if err != nil {
-		return fmt.Errorf("read %s: %w", s.Shown(), err)
-	}
-	if a.json {
-		return a.printJSON(snap.toJSON(cfg))
-	}
-	if len(snap.topics) == 0 {
-		a.printf("no topics: 'taskctl topic init NAME' adds one\n")
-	} else {
-		a.printTable(topHeaders, snap.rows(cfg))
-	}
-	a.printf("%s\n", snap.ownersLine(cfg))
-	return nil
+	return top.Live(ctx, s, cfg, a.stdin, a.stdout)
 }

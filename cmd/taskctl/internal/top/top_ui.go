@@ -1,21 +1,23 @@
-package main
+package top
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 )
 
 // topModel is the state of top's live view: the last reading, the error
 // of the last attempt if it failed, and the size of the terminal.
 type topModel struct {
 	ctx    context.Context // ends the readings when top ends
-	store  store
-	cfg    topConfig
+	store  Store
+	cfg    Config
 	color  bool
 	snap   *topSnapshot // the last reading that succeeded; nil before the first
 	err    error        // why the last reading failed; nil if it did not
@@ -39,16 +41,17 @@ type (
 // answering shows as an error instead of a frozen view.
 const topReadPatience = 10 * time.Second
 
-// topLive draws the live view on the terminal until the user quits or
-// interrupts it; both end top successfully. An interrupt (SIGINT, SIGTERM:
-// ctx ends) quits the view as q does, so that the terminal is restored.
-func (a *app) topLive(ctx context.Context, s store, cfg topConfig) error {
+// Live draws the live view on the terminal stdout (keys from stdin, when
+// it is a terminal) until the user quits or interrupts it; both end top
+// successfully. An interrupt (ctx ends: SIGINT, SIGTERM) quits the view as
+// q does, so that the terminal is restored.
+func Live(ctx context.Context, s Store, cfg Config, stdin io.Reader, stdout io.Writer) error {
 	reading, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel() // ends a reading still under way when the view closes
-	m := topModel{ctx: reading, store: s, cfg: cfg, color: colorful(a.stdout)}
-	opts := []tea.ProgramOption{tea.WithOutput(a.stdout), tea.WithoutSignalHandler()}
-	if isTerminal(a.stdin) {
-		opts = append(opts, tea.WithInput(a.stdin))
+	m := topModel{ctx: reading, store: s, cfg: cfg, color: output.Colorful(stdout)}
+	opts := []tea.ProgramOption{tea.WithOutput(stdout), tea.WithoutSignalHandler()}
+	if output.IsTerminal(stdin) {
+		opts = append(opts, tea.WithInput(stdin))
 	}
 	p := tea.NewProgram(m, opts...)
 	go func() {
@@ -84,7 +87,7 @@ func (m topModel) read() (msg tea.Msg) {
 			msg = topFailedMsg{err: topPanic(v), at: now}
 		}
 	}()
-	ctx, cancel := context.WithTimeout(m.ctx, max(topReadPatience, m.cfg.interval))
+	ctx, cancel := context.WithTimeout(m.ctx, max(topReadPatience, m.cfg.Interval))
 	defer cancel()
 	snap, err := takeTopSnapshot(ctx, m.store, m.cfg, now)
 	if err != nil {
@@ -95,7 +98,7 @@ func (m topModel) read() (msg tea.Msg) {
 
 // next waits an interval, then asks for the next reading.
 func (m topModel) next() tea.Cmd {
-	return tea.Tick(m.cfg.interval, func(time.Time) tea.Msg { return topTickMsg{} })
+	return tea.Tick(m.cfg.Interval, func(time.Time) tea.Msg { return topTickMsg{} })
 }
 
 // Update handles a message; a panic ends the view with its error.
@@ -161,7 +164,7 @@ func (m topModel) errorLines() []string {
 		return nil
 	}
 	text := fmt.Sprintf("reading at %s failed: %s; trying again every %s",
-		m.errAt.Format(time.TimeOnly), clip(m.err.Error(), 1000), topDuration(m.cfg.interval))
+		m.errAt.Format(time.TimeOnly), output.Clip(m.err.Error(), 1000), topDuration(m.cfg.Interval))
 	if m.width > 0 {
 		text = lipgloss.Wrap(text, m.width, " ")
 	}
@@ -179,7 +182,7 @@ func (m topModel) headerLine() string {
 	if m.snap != nil {
 		read = "read at " + m.snap.at.Format(time.TimeOnly)
 	}
-	return m.bold(fmt.Sprintf("taskctl top  %s  every %s  q to quit  %s", read, topDuration(m.cfg.interval), m.store.Shown()))
+	return m.bold(fmt.Sprintf("taskctl top  %s  every %s  q to quit  %s", read, topDuration(m.cfg.Interval), m.store.Shown()))
 }
 
 // body is the table and the owners, or what stands in for them.
@@ -202,7 +205,7 @@ func (m topModel) tableLines() []string {
 		keep := max(room-1, 0) // one line says how many more
 		more, rows = len(rows)-keep, rows[:keep]
 	}
-	lines := strings.Split(renderTable(topHeaders, rows, m.color), "\n")
+	lines := strings.Split(output.RenderTable(topHeaders, rows, m.color), "\n")
 	if more > 0 {
 		lines = append(lines, fmt.Sprintf("… and %d more topics: a taller terminal shows them", more))
 	}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type demoStatus struct {
 func (r *demoRun[Tx]) status(ctx context.Context) (demoStatus, error) {
 	s := demoStatus{counts: map[string]map[taskapi.State]taskapi.Summary{}}
 	for _, t := range demoTopics {
-		counts, err := r.b.repo.Count(ctx, r.b.db, taskapi.Total, taskapi.Counting{Topic: t.name}, taskapi.Unbounded)
+		counts, err := r.db.Repo.Count(ctx, r.db.DB, taskapi.Total, taskapi.Counting{Topic: t.name}, taskapi.Unbounded)
 		if err != nil {
 			return s, fmt.Errorf("count the tasks of %s: %w", t.name, err)
 		}
@@ -45,7 +45,7 @@ func (r *demoRun[Tx]) status(ctx context.Context) (demoStatus, error) {
 // when a producer or a consumer's loop does, when ctx ends, or when the
 // tasks take longer than the timeout.
 func (r *demoRun[Tx]) await(ctx context.Context, p *demoProducers) error {
-	deadline := time.NewTimer(time.Until(r.times.start.Add(r.d.spread + r.d.timeout)))
+	deadline := time.NewTimer(time.Until(r.times.start.Add(r.d.Spread + r.d.Timeout)))
 	defer deadline.Stop()
 	tick := time.NewTicker(demoTick)
 	defer tick.Stop()
@@ -116,7 +116,7 @@ func (r *demoRun[Tx]) moment(s demoStatus) demoMoment {
 func (r *demoRun[Tx]) late(ctx context.Context) error {
 	s, err := r.status(ctx)
 	if err != nil {
-		return fmt.Errorf("the demo's tasks did not settle within %v of the producers' %v: %w", r.d.timeout, r.d.spread, err)
+		return fmt.Errorf("the demo's tasks did not settle within %v of the producers' %v: %w", r.d.Timeout, r.d.Spread, err)
 	}
 	var open []string
 	for _, t := range demoTopics {
@@ -133,5 +133,5 @@ func (r *demoRun[Tx]) late(ctx context.Context) error {
 		open = append(open, "none")
 	}
 	return fmt.Errorf("the demo's tasks did not settle within %v of the producers' %v (%d pushed of %d; still open: %s): try a longer --timeout or fewer --tasks",
-		r.d.timeout, r.d.spread, r.pushed.Load(), r.plan.total(), strings.Join(open, ", "))
+		r.d.Timeout, r.d.Spread, r.pushed.Load(), r.plan.total(), strings.Join(open, ", "))
 }

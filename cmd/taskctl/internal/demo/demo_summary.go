@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -96,12 +96,12 @@ func (r *demoRun[Tx]) summarize(ctx context.Context) (demoSummary, error) {
 	// The topics were made at the start: every completion in them is of
 	// this run. The margin keeps a database clock a little behind ours
 	// from losing some.
-	results, err := r.b.Results(ctx, r.times.start.Add(-time.Minute), time.Time{})
+	results, err := r.db.Store.Results(ctx, r.times.start.Add(-time.Minute), time.Time{})
 	if err != nil {
 		return demoSummary{}, fmt.Errorf("read the results: %w", err)
 	}
 	s := demoSummary{
-		Database:    r.b.Shown(),
+		Database:    r.db.Store.Shown(),
 		Started:     r.times.start,
 		Pushed:      r.pushed.Load(),
 		Seconds:     r.times.settled.Sub(r.times.start).Seconds(),
@@ -227,7 +227,7 @@ func (r *demoRun[Tx]) retries(ctx context.Context) (demoRetrySummary, error) {
 			rt.AfterRetry++
 		}
 	})
-	failed, err := r.b.Page(ctx, demoRetries, taskapi.Listing{States: []taskapi.State{taskapi.Failed}}, taskapi.Inception, 1, taskapi.Forward)
+	failed, err := r.db.Store.Page(ctx, demoRetries, taskapi.Listing{States: []taskapi.State{taskapi.Failed}}, taskapi.Inception, 1, taskapi.Forward)
 	if err != nil {
 		return rt, fmt.Errorf("read a failed task of %s: %w", demoRetries, err)
 	}

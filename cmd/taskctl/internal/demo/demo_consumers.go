@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const (
 // demo topic. The owners' names are short enough for the tables of the
 // other commands, and differ from run to run.
 func (r *demoRun[Tx]) startConsumers(ctx context.Context) error {
-	for i := range r.d.consumers {
+	for i := range r.d.Consumers {
 		client, err := r.newConsumer(fmt.Sprintf("demo-consumer-%d-%d", i+1, os.Getpid()))
 		if err == nil {
 			err = client.Start(ctx)
@@ -43,7 +43,7 @@ func (r *demoRun[Tx]) startConsumers(ctx context.Context) error {
 
 // newConsumer returns a Client of owner, not started.
 func (r *demoRun[Tx]) newConsumer(owner string) (*taskproc.Client[Tx], error) {
-	repo, err := r.b.newRepo(owner)
+	repo, err := r.db.NewRepo(owner)
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +75,15 @@ func (r *demoRun[Tx]) newConsumer(owner string) (*taskproc.Client[Tx], error) {
 // notifications, each consumer on a connection of its own; elsewhere a
 // timer that wakes the loops and reads the activations.
 func (r *demoRun[Tx]) notifier() taskproc.Notifier {
-	if r.b.conn.pool != nil {
-		return taskpg.NewNotifier(r.b.conn.pool)
+	if r.db.Pool != nil {
+		return taskpg.NewNotifier(r.db.Pool)
 	}
 	return taskansi.NewPollNotifier(demoReconcile)
 }
 
 // pause is how long a consumer's loop waits after an empty poll.
 func (r *demoRun[Tx]) pause() time.Duration {
-	if r.b.conn.dialect == migrations.SQLite {
+	if r.db.Dialect == migrations.SQLite {
 		return demoSQLitePause
 	}
 	return demoPause
@@ -91,7 +91,7 @@ func (r *demoRun[Tx]) pause() time.Duration {
 
 // wakeups says how the consumers learn of new tasks.
 func (r *demoRun[Tx]) wakeups() string {
-	if r.b.conn.pool != nil {
+	if r.db.Pool != nil {
 		return "woken by PostgreSQL's notifications"
 	}
 	return fmt.Sprintf("polling every %v", r.pause())

@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"context"
@@ -9,11 +9,26 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// topConfig is what top reads and how often, from its flags.
-type topConfig struct {
-	interval time.Duration // between two readings
-	window   time.Duration // over which the rates are counted
-	within   time.Duration // an owner with a heartbeat this recent is alive
+// Config is what top reads and how often.
+type Config struct {
+	Interval time.Duration // between two readings, at least MinInterval
+	Window   time.Duration // over which the rates are counted
+	Within   time.Duration // an owner with a heartbeat this recent is alive
+}
+
+// MinInterval is the shortest interval between two readings.
+const MinInterval = 100 * time.Millisecond
+
+// Store is what top reads of the database, each call a transaction of
+// its own (taskctl's store).
+type Store interface {
+	ops.Store
+	Topics(ctx context.Context) ([]string, error)
+	Activations(ctx context.Context) (map[string]taskapi.Activation, error)
+	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
+	Owners(ctx context.Context, within time.Duration) ([]string, error)
+	Resolve(ctx context.Context, at time.Time, preceding bool) (int64, error)
+	Shown() string // the database's URL without its password
 }
 
 // topSnapshot is one reading of the database: every topic and the live
@@ -38,9 +53,9 @@ type topTopicReading struct {
 // takeTopSnapshot reads every topic of s; now is the moment of the
 // reading. Each read is a transaction of its own, so the figures of one
 // reading may be a few milliseconds apart.
-func takeTopSnapshot(ctx context.Context, s store, cfg topConfig, now time.Time) (topSnapshot, error) {
+func takeTopSnapshot(ctx context.Context, s Store, cfg Config, now time.Time) (topSnapshot, error) {
 	snap := topSnapshot{at: now}
-	all, err := readTopTotals(ctx, s, now.Add(-cfg.window))
+	all, err := readTopTotals(ctx, s, now.Add(-cfg.Window))
 	if err != nil {
 		return snap, err
 	}
@@ -51,7 +66,7 @@ func takeTopSnapshot(ctx context.Context, s store, cfg topConfig, now time.Time)
 		}
 		snap.topics = append(snap.topics, r)
 	}
-	if snap.owners, err = s.Owners(ctx, cfg.within); err != nil {
+	if snap.owners, err = s.Owners(ctx, cfg.Within); err != nil {
 		return snap, fmt.Errorf("list owners: %w", err)
 	}
 	return snap, nil
@@ -68,7 +83,7 @@ type topTotals struct {
 
 // readTopTotals reads the figures of every topic; since is when the window
 // of the rates began.
-func readTopTotals(ctx context.Context, s store, since time.Time) (t topTotals, err error) {
+func readTopTotals(ctx context.Context, s Store, since time.Time) (t topTotals, err error) {
 	if t.topics, err = s.Topics(ctx); err != nil {
 		return t, fmt.Errorf("list topics: %w", err)
 	}
@@ -86,7 +101,7 @@ func readTopTotals(ctx context.Context, s store, since time.Time) (t topTotals, 
 }
 
 // reading is the line of one topic, with its wait read from s.
-func (t topTotals) reading(ctx context.Context, s store, topic string, now time.Time) (topTopicReading, error) {
+func (t topTotals) reading(ctx context.Context, s Store, topic string, now time.Time) (topTopicReading, error) {
 	r := topTopicReading{
 		topic: topic, activation: t.activations[topic],
 		states: topStateCounts(t.counts[topic]), pushed: t.pushed[topic],
@@ -114,7 +129,7 @@ func topStateCounts(summaries map[taskapi.State]taskapi.Summary) map[taskapi.Sta
 // topPushedSince counts, per topic, the tasks created at or after since that
 // are still stored. Sequences grow with time across topics, so these are
 // the tasks from the first sequence created at or after since on.
-func topPushedSince(ctx context.Context, s store, since time.Time) (map[string]int64, error) {
+func topPushedSince(ctx context.Context, s Store, since time.Time) (map[string]int64, error) {
 	first, err := s.Resolve(ctx, since, false)
 	if err != nil {
 		return nil, fmt.Errorf("find the tasks pushed since %s: %w", since.UTC().Format(time.RFC3339), err)

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func (r *demoRun[Tx]) produce(ctx context.Context) error {
 // produceTopic pushes the tasks of topic in batches spread evenly over
 // the producing time; demo.later gets one batch at once, deferred.
 func (r *demoRun[Tx]) produceTopic(ctx context.Context, topic string) error {
-	count, spread := r.plan[topic], r.d.spread
+	count, spread := r.plan[topic], r.d.Spread
 	batches := (count + demoBatch - 1) / demoBatch
 	if topic == demoLater {
 		batches, spread = 1, 0
@@ -83,7 +83,7 @@ func (r *demoRun[Tx]) push(ctx context.Context, topic string, insertion taskapi.
 	var tasks []taskapi.Task
 	push := func(tx Tx) error {
 		var err error
-		tasks, err = r.b.repo.Push(ctx, tx, topic, insertion, creations...)
+		tasks, err = r.db.Repo.Push(ctx, tx, topic, insertion, creations...)
 		return err
 	}
 	err := r.transact(ctx, push)

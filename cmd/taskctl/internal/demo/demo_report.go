@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -8,24 +8,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 // report prints the summary: JSON with --json, else tables and lines.
-func (d *demo) report(s demoSummary) error {
-	a := d.app
-	if a.json {
-		return a.printJSON(s)
+func report(c Config, s demoSummary) error {
+	w := c.Stdout
+	if c.JSON {
+		return output.JSON(w, s)
 	}
-	a.printf("\nTasks by state\n")
-	a.printTable(demoStateTable(s.Topics))
-	a.printf("\nResults of the run (completed tasks)\n")
-	a.printTable(demoResultTable(s.Topics))
-	a.printf("\n")
+	fmt.Fprintf(w, "\nTasks by state\n")
+	headers, rows := demoStateTable(s.Topics)
+	output.Table(w, headers, rows)
+	fmt.Fprintf(w, "\nResults of the run (completed tasks)\n")
+	headers, rows = demoResultTable(s.Topics)
+	output.Table(w, headers, rows)
+	fmt.Fprintf(w, "\n")
 	for _, line := range demoSummaryLines(s) {
-		a.printf("%-11s %s\n", line[0], line[1])
+		fmt.Fprintf(w, "%-11s %s\n", line[0], line[1])
 	}
-	d.printNext(s)
+	printNext(c, s)
 	return nil
 }
 
@@ -141,19 +144,19 @@ func demoRecoveredLine(counts map[string]int64, first string) string {
 }
 
 // printNext says that the database stays, and what to look at in it.
-func (d *demo) printNext(s demoSummary) {
-	a := d.app
-	a.printf("\nThe demo's topics stay in %s for a look around:\n", s.Database)
+func printNext(c Config, s demoSummary) {
+	w := c.Stdout
+	fmt.Fprintf(w, "\nThe demo's topics stay in %s for a look around:\n", s.Database)
 	next := []string{"taskctl count", "taskctl list -t " + demoOrders + " --state failed"}
 	if s.Retries.Example != nil {
 		next = append(next, fmt.Sprintf("taskctl show -t %s %d", demoRetries, s.Retries.Example.Sequence))
 	}
 	next = append(next, "taskctl top")
 	for _, cmd := range next {
-		a.printf("  %s\n", cmd)
+		fmt.Fprintf(w, "  %s\n", cmd)
 	}
-	if a.database != "" {
-		a.printf("(name the same database with --database or $%s)\n", databaseEnv)
+	if c.Named != "" {
+		fmt.Fprintf(w, "(name the same database with %s)\n", c.Named)
 	}
 }
 

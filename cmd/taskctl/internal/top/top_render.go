@@ -1,4 +1,4 @@
-package main
+package top
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -23,10 +24,10 @@ var (
 )
 
 // rows returns the cells of the table, one row per topic.
-func (s topSnapshot) rows(cfg topConfig) [][]string {
+func (s topSnapshot) rows(cfg Config) [][]string {
 	rows := make([][]string, 0, len(s.topics))
 	for _, t := range s.topics {
-		row := []string{clip(t.topic, 40), t.activation.String()}
+		row := []string{output.Clip(t.topic, 40), t.activation.String()}
 		for _, state := range topStateColumns {
 			row = append(row, strconv.FormatInt(t.states[state], 10))
 		}
@@ -35,7 +36,7 @@ func (s topSnapshot) rows(cfg topConfig) [][]string {
 			other += t.states[state]
 		}
 		row = append(row, strconv.FormatInt(other, 10),
-			topRate(topPerSecond(t.done, cfg.window)), topRate(topPerSecond(t.pushed, cfg.window)), t.waitText())
+			topRate(topPerSecond(t.done, cfg.Window)), topRate(topPerSecond(t.pushed, cfg.Window)), t.waitText())
 		rows = append(rows, row)
 	}
 	return rows
@@ -46,7 +47,7 @@ func (t topTopicReading) waitText() string {
 	if !t.waiting {
 		return "-"
 	}
-	return roughly(t.wait)
+	return output.Roughly(t.wait)
 }
 
 // topPerSecond is n events over window as a rate per second.
@@ -68,8 +69,8 @@ func topRate(r float64) string {
 }
 
 // ownersLine says how many owners are alive, and which.
-func (s topSnapshot) ownersLine(cfg topConfig) string {
-	line := fmt.Sprintf("owners alive (heartbeat within %s): %d", topDuration(cfg.within), len(s.owners))
+func (s topSnapshot) ownersLine(cfg Config) string {
+	line := fmt.Sprintf("owners alive (heartbeat within %s): %d", topDuration(cfg.Within), len(s.owners))
 	if len(s.owners) > 0 {
 		line += ": " + strings.Join(s.owners, ", ")
 	}
@@ -115,16 +116,16 @@ type topTopicJSON struct {
 
 // toJSON returns the reading as --json prints it: every state of every
 // topic, zero included.
-func (s topSnapshot) toJSON(cfg topConfig) topJSON {
+func (s topSnapshot) toJSON(cfg Config) topJSON {
 	out := topJSON{
-		At: s.at.UTC(), WindowSeconds: cfg.window.Seconds(), Topics: []topTopicJSON{},
-		Owners: nonNil(s.owners), WithinSeconds: cfg.within.Seconds(),
+		At: s.at.UTC(), WindowSeconds: cfg.Window.Seconds(), Topics: []topTopicJSON{},
+		Owners: append([]string{}, s.owners...), WithinSeconds: cfg.Within.Seconds(),
 	}
 	for _, t := range s.topics {
 		j := topTopicJSON{
 			Topic: t.topic, Activation: t.activation.String(), States: map[string]int64{},
 			Done: t.done, Pushed: t.pushed,
-			DonePerSecond: topPerSecond(t.done, cfg.window), PushedPerSecond: topPerSecond(t.pushed, cfg.window),
+			DonePerSecond: topPerSecond(t.done, cfg.Window), PushedPerSecond: topPerSecond(t.pushed, cfg.Window),
 		}
 		for state := taskapi.Active; state <= taskapi.Redundant; state++ {
 			j.States[state.String()] = t.states[state]

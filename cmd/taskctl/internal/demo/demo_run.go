@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -17,8 +17,8 @@ const demoSQLiteConns = 4
 
 // demoRun is one run of the demo on a backend.
 type demoRun[Tx any] struct {
-	b        *backend[Tx]
-	d        *demo
+	db       Database[Tx]
+	d        Config
 	plan     demoPlan
 	transact func(context.Context, func(Tx) error) error // of producers and consumers (READ COMMITTED on MySQL)
 	rec      *demoRecorder
@@ -38,10 +38,10 @@ type demoTimes struct {
 }
 
 // newDemoRun prepares a run of d on b.
-func newDemoRun[Tx any](b *backend[Tx], d *demo) *demoRun[Tx] {
+func newDemoRun[Tx any](db Database[Tx], c Config) *demoRun[Tx] {
 	return &demoRun[Tx]{
-		b: b, d: d, plan: planDemo(d.tasks), transact: b.transact,
-		rec: newDemoRecorder(), events: newDemoEvents(), show: newDemoProgress(d.app.stderr),
+		db: db, d: c, plan: planDemo(c.Tasks), transact: db.Transact,
+		rec: newDemoRecorder(), events: newDemoEvents(), show: newDemoProgress(c.Stderr),
 	}
 }
 
@@ -49,7 +49,7 @@ func newDemoRun[Tx any](b *backend[Tx], d *demo) *demoRun[Tx] {
 // task has settled, stops the consumers and prints the summary. Whatever
 // happens, no consumer or producer is left running when it returns.
 func (r *demoRun[Tx]) run(ctx context.Context) error {
-	r.show.phase("%s: %d tasks in %d topics, %d consumers %s", r.b.Shown(), r.plan.total(), len(demoTopics), r.d.consumers, r.wakeups())
+	r.show.phase("%s: %d tasks in %d topics, %d consumers %s", r.db.Store.Shown(), r.plan.total(), len(demoTopics), r.d.Consumers, r.wakeups())
 	r.limitSQLite()
 	if err := r.reset(ctx); err != nil {
 		return err
@@ -69,7 +69,7 @@ func (r *demoRun[Tx]) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.d.report(s)
+	return report(r.d, s)
 }
 
 // limitSQLite bounds the connections to an SQLite database. SQLite has one
@@ -78,8 +78,8 @@ func (r *demoRun[Tx]) run(ctx context.Context) error {
 // connection on at once. (PostgreSQL and MySQL keep their pools as they
 // are.)
 func (r *demoRun[Tx]) limitSQLite() {
-	if r.b.conn.dialect == migrations.SQLite {
-		r.b.conn.db.SetMaxOpenConns(demoSQLiteConns)
+	if r.db.Dialect == migrations.SQLite {
+		r.db.SQL.SetMaxOpenConns(demoSQLiteConns)
 	}
 }
 
@@ -87,14 +87,14 @@ func (r *demoRun[Tx]) limitSQLite() {
 // again, so that every run starts clean, and pauses demo.paused.
 func (r *demoRun[Tx]) reset(ctx context.Context) error {
 	for _, t := range demoTopics {
-		if _, err := r.b.Destroy(ctx, t.name); err != nil {
+		if _, err := r.db.Store.Destroy(ctx, t.name); err != nil {
 			return fmt.Errorf("reset topic %s: %w", t.name, err)
 		}
-		if _, err := r.b.Initialize(ctx, t.name); err != nil {
+		if _, err := r.db.Store.Initialize(ctx, t.name); err != nil {
 			return fmt.Errorf("initialize topic %s: %w", t.name, err)
 		}
 	}
-	if err := r.b.SetActivation(ctx, demoPaused, taskapi.Paused); err != nil {
+	if err := r.db.Store.SetActivation(ctx, demoPaused, taskapi.Paused); err != nil {
 		return fmt.Errorf("pause %s: %w", demoPaused, err)
 	}
 	r.show.phase("topics demo.* initialized; %s is paused; %d tasks of %s are deferred by %v to %v",

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/output"
 	"golang.org/x/term"
 )
 
@@ -31,7 +32,7 @@ type demoProgress interface {
 // newDemoProgress returns a progress bar when w is a terminal, plain
 // milestone lines otherwise.
 func newDemoProgress(w io.Writer) demoProgress {
-	if isTerminal(w) {
+	if output.IsTerminal(w) {
 		return &demoBar{w: w, width: demoTerminalWidth(w)}
 	}
 	return demoLines{w: w}
@@ -68,7 +69,7 @@ func (b *demoBar) phase(format string, args ...any) {
 
 // update draws the progress line again.
 func (b *demoBar) update(m demoMoment) {
-	b.last = clip(demoRenderMoment(m, min(demoBarWidth, max(10, b.width/4))), b.width-1)
+	b.last = output.Clip(demoRenderMoment(m, min(demoBarWidth, max(10, b.width/4))), b.width-1)
 	fmt.Fprint(b.w, demoEraseLine+b.last)
 }
 
