@@ -112,7 +112,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&cfg.baseline, "baseline", "results/baseline.json", "results of the last accepted run to compare with (skipped when missing)")
 	flag.BoolVar(&cfg.strict, "strict", false, "exit non-zero when a taskrepo figure is more than 10% worse than the baseline")
 	flag.StringVar(&cfg.notes, "notes", "", "free text recorded in the JSON (e.g. what else ran on the machine)")
-	flag.StringVar(&cfg.markdown, "markdown", "", "also write the table as Markdown to this file (for README)")
+	flag.StringVar(&cfg.markdown, "markdown", "", "also write the table as Markdown to this file (for the docs)")
 	flag.StringVar(&cfg.replay, "replay", "", "measure nothing: print, chart and compare the results of this JSON file")
 	flag.Func("docs", "with --replay: comma-separated Markdown files whose <!-- bench:NAME --> blocks are rewritten from the results", func(v string) error {
 		cfg.docs = append(cfg.docs, strings.Split(v, ",")...)

@@ -365,7 +365,7 @@ func printTable(w io.Writer, r *Report) {
 	}
 }
 
-// writeMarkdown writes the figures as a Markdown table, for README.
+// writeMarkdown writes the figures as a Markdown table, for the docs.
 func writeMarkdown(path string, r *Report) error {
 	var buf bytes.Buffer
 	writeTable(&buf, r)

@@ -63,7 +63,7 @@
 // Every statement on tasks names its topic and is planned for its arguments
 // each time, so that it locks one partition; calls that span topics read or
 // change a few dozen partitions per statement. With thousands of topics no
-// call runs out of PostgreSQL's lock table (see the README).
+// call runs out of PostgreSQL's lock table (see docs/backends.md).
 //
 // Conditional polls (the SingularByIdentifier conditions) of one topic are
 // serialized with a transaction-level advisory lock on the topic, taken

@@ -9,7 +9,7 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// The exit codes, documented in the package comment and in README.
+// The exit codes, documented in the package comment and in docs/taskctl.md.
 const (
 	exitOK          = 0
 	exitFailure     = 1

@@ -89,7 +89,7 @@ func newStore(c *connection) (store, error) {
 	}
 	dialect, opts := taskansi.SQLite, (*sql.TxOptions)(nil)
 	if c.dialect == migrations.MySQL {
-		// READ COMMITTED, as README's MySQL section asks of transactions
+		// READ COMMITTED, as docs/backends.md's MySQL section asks of transactions
 		// that push with Replace: they must see concurrent commits.
 		dialect, opts = taskansi.MySQL, &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // SQLiteOptions are the connection parameters of the test databases, the ones
-// README recommends: wait up to ten seconds for the writer's lock, write-ahead
+// docs/backends.md recommends: wait up to ten seconds for the writer's lock, write-ahead
 // logging (readers do not block the writer), and transactions that take the
 // write lock when they begin.
 const SQLiteOptions = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
