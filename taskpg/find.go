@@ -14,7 +14,7 @@ import (
 var _ taskapi.Finder[DB] = (*Repository)(nil)
 
 // find reads the newest tasks of a topic below a cursor whose identifier
-// and reference match LIKE patterns (” filters nothing). PostgreSQL's
+// and reference match LIKE patterns (an empty one filters nothing). PostgreSQL's
 // LIKE is exact, case included, so the pattern alone decides. The walk
 // goes down the primary key from the cursor and stops at size matches.
 const find = `
