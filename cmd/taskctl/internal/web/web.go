@@ -54,6 +54,8 @@ type Store interface {
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	// Find finds tasks of a topic by prefixes, newest first (search.go).
+	Find(ctx context.Context, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error)
 	// Pages runs read in one transaction, with a Pager that reads in it.
 	Pages(ctx context.Context, read func(p ops.Pager) error) error
 }

@@ -1,0 +1,214 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskproc"
+)
+
+// maxFailures bounds how many of the newest failures the failures page
+// reads and groups, and failureChunk how many one read of a topic takes.
+const (
+	maxFailures  = 1000
+	failureChunk = 200
+)
+
+// maxErrorText bounds the error text a failure is grouped and shown by.
+const maxErrorText = 300
+
+// failedStates are the states the failures page lists.
+var failedStates = []taskapi.State{taskapi.Failed, taskapi.Suspended}
+
+// failure is one failed task with its last error.
+type failure struct {
+	Topic    string
+	Info     taskapi.Info
+	Error    string    // the last error: of the attempt log, or the output
+	Finished time.Time // when it completed; created, when pushed SUSPENDED
+}
+
+// readFailures reads up to limit tasks in states across topics, newest
+// first by sequence: each topic is read backwards by sequence (on
+// PostgreSQL an index of the rare states serves it), in chunks, and the
+// topics are merged by sequence, so that no topic is read much beyond
+// what the page shows. All reads are one transaction.
+func readFailures(ctx context.Context, store Store, topics []string, states []taskapi.State, limit int) ([]failure, error) {
+	var out []failure
+	err := store.Pages(ctx, func(p ops.Pager) error {
+		heads := make([]failureHead, 0, len(topics))
+		for _, topic := range topics {
+			h := failureHead{topic: topic, cursor: taskapi.MaxSequence}
+			if err := h.fill(ctx, p, states); err != nil {
+				return err
+			}
+			heads = append(heads, h)
+		}
+		for len(out) < limit {
+			i := newestHead(heads)
+			if i < 0 {
+				return nil
+			}
+			h := &heads[i]
+			out = append(out, newFailure(h.topic, h.infos[0]))
+			h.infos = h.infos[1:]
+			if len(h.infos) == 0 && !h.done {
+				if err := h.fill(ctx, p, states); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// failureHead is what is read, and not yet merged, of one topic.
+type failureHead struct {
+	topic  string
+	cursor int64
+	infos  []taskapi.Info
+	done   bool // the topic has no older tasks in the states
+}
+
+// fill reads the next chunk of the topic.
+func (h *failureHead) fill(ctx context.Context, p ops.Pager, states []taskapi.State) error {
+	infos, err := p.Page(ctx, h.topic, taskapi.Listing{States: states}, h.cursor, failureChunk, taskapi.Backward)
+	if err != nil {
+		return err
+	}
+	h.infos, h.done = infos, len(infos) < failureChunk
+	if len(infos) > 0 {
+		h.cursor = infos[len(infos)-1].Sequence
+	}
+	return nil
+}
+
+// newestHead returns the index of the head with the highest sequence, -1
+// when every head is empty.
+func newestHead(heads []failureHead) int {
+	best := -1
+	for i, h := range heads {
+		if len(h.infos) > 0 && (best < 0 || h.infos[0].Sequence > heads[best].infos[0].Sequence) {
+			best = i
+		}
+	}
+	return best
+}
+
+// newFailure reads the last error of a task.
+func newFailure(topic string, info taskapi.Info) failure {
+	f := failure{Topic: topic, Info: info, Error: lastError(info.Output), Finished: info.Completed}
+	if f.Finished.IsZero() {
+		f.Finished = info.Created
+	}
+	return f
+}
+
+// lastError is the last error a task's output records: the error of the
+// last attempt in taskproc's attempt log, else the output itself, on one
+// line and cut to maxErrorText bytes.
+func lastError(output string) string {
+	if attempts, ok := taskproc.Attempts(output); ok && len(attempts) > 0 {
+		output = attempts[len(attempts)-1].Error
+	}
+	text := strings.Join(strings.Fields(output), " ")
+	if text == "" {
+		return "(no output)"
+	}
+	return cut(text, maxErrorText)
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// failureGroup is the failures of one error text.
+type failureGroup struct {
+	Error          string
+	Count          int
+	Newest, Oldest time.Time
+	Topics         []groupTopic // by topic name
+	Failures       []failure    // newest first
+}
+
+// groupTopic is the part of a group in one topic: its tasks by sequence,
+// for the group's actions.
+type groupTopic struct {
+	Topic  string
+	Seqs   []int64
+	States []taskapi.State // the states among them
+}
+
+// groupFailures groups failures by error text, the largest group first
+// (then the most recent).
+func groupFailures(failures []failure) []failureGroup {
+	byError := map[string]*failureGroup{}
+	var groups []*failureGroup
+	for _, f := range failures {
+		g := byError[f.Error]
+		if g == nil {
+			g = &failureGroup{Error: f.Error, Newest: f.Finished, Oldest: f.Finished}
+			byError[f.Error] = g
+			groups = append(groups, g)
+		}
+		g.Count++
+		g.Failures = append(g.Failures, f)
+		g.Newest, g.Oldest = later(g.Newest, f.Finished), earliest(g.Oldest, f.Finished)
+	}
+	out := make([]failureGroup, len(groups))
+	for i, g := range groups {
+		g.Topics = topicsOf(g.Failures)
+		out[i] = *g
+	}
+	slices.SortStableFunc(out, func(a, b failureGroup) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), b.Newest.Compare(a.Newest))
+	})
+	return out
+}
+
+// topicsOf splits failures by topic.
+func topicsOf(failures []failure) []groupTopic {
+	by := map[string]*groupTopic{}
+	var names []string
+	for _, f := range failures {
+		gt := by[f.Topic]
+		if gt == nil {
+			gt = &groupTopic{Topic: f.Topic}
+			by[f.Topic] = gt
+			names = append(names, f.Topic)
+		}
+		gt.Seqs = append(gt.Seqs, f.Info.Sequence)
+		if !slices.Contains(gt.States, f.Info.State) {
+			gt.States = append(gt.States, f.Info.State)
+		}
+	}
+	slices.Sort(names)
+	out := make([]groupTopic, len(names))
+	for i, name := range names {
+		out[i] = *by[name]
+		slices.Sort(out[i].Seqs)
+		slices.Sort(out[i].States)
+	}
+	return out
+}
+
+// byFinished sorts failures newest first by the time they finished, then
+// by sequence.
+func byFinished(failures []failure) {
+	slices.SortStableFunc(failures, func(a, b failure) int {
+		return cmp.Or(b.Finished.Compare(a.Finished), cmp.Compare(b.Info.Sequence, a.Info.Sequence))
+	})
+}
