@@ -32,9 +32,9 @@ type searchData struct {
 // actions on all of it: each action names the tasks it can take by
 // sequence, so that it changes those and no other.
 type foundTopic struct {
-	Topic                         string
-	Count                         int
-	Revivable, Ready, Finished    int
+	Topic                          string
+	Count                          int
+	Revivable, Ready, Finished     int
 	Revive, Reassign, Defer, Purge string
 }
 
