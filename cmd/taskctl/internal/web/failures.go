@@ -138,7 +138,7 @@ func cut(s string, n int) string {
 // failureGroup is the failures of one error text.
 type failureGroup struct {
 	Error          string
-	Count          int
+	Count          int64
 	Newest, Oldest time.Time
 	Topics         []groupTopic // by topic name
 	Failures       []failure    // newest first

@@ -22,8 +22,8 @@ const maxFailuresListed = 100
 type failuresData struct {
 	Topic    string          // the one topic shown; empty: every topic
 	States   []taskapi.State // the states shown
-	Limit    int             // how many of the newest are grouped
-	Read     int             // how many were read
+	Limit    int64           // how many of the newest are grouped
+	Read     int64           // how many were read
 	Groups   []failureView
 	Listed   []failure // the newest, by time finished
 	ReadOnly bool
@@ -38,7 +38,7 @@ type failureView struct {
 // groupActions are the links of a group's actions in one topic.
 type groupActions struct {
 	Topic                string
-	Count                int
+	Count                int64
 	Revive, Retry, Purge string
 }
 
@@ -63,7 +63,7 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, deadlineError(ctx, err, "the failures"))
 		return
 	}
-	d.Read = len(failures)
+	d.Read = int64(len(failures))
 	for _, g := range groupFailures(failures) {
 		d.Groups = append(d.Groups, failureView{failureGroup: g, Actions: groupLinks(g.Topics)})
 	}
@@ -107,7 +107,7 @@ func groupLinks(topics []groupTopic) []groupActions {
 		seqs := gt.Seqs[:min(len(gt.Seqs), maxSelected)]
 		v := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs)}
 		purge := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs), "in": stateNames(gt.States)}
-		out[i] = groupActions{Topic: gt.Topic, Count: len(seqs),
+		out[i] = groupActions{Topic: gt.Topic, Count: int64(len(seqs)),
 			Revive: link("/action/revive", v), Retry: link("/action/retry", v), Purge: link("/action/purge", purge)}
 	}
 	return out

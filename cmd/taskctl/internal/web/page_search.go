@@ -19,10 +19,10 @@ const maxFoundListed = 100
 type searchData struct {
 	Topic, Identifier, Reference, Field, Value string
 	Asked                                      bool // a search was given
-	Found                                      int
-	Scanned                                    int
+	Found                                      int64
+	Scanned                                    int64
 	Partial                                    bool
-	Limit, ScanLimit                           int
+	Limit, ScanLimit                           int64
 	Rows                                       []taskRow
 	Topics                                     []foundTopic
 	ReadOnly                                   bool
@@ -33,8 +33,8 @@ type searchData struct {
 // sequence, so that it changes those and no other.
 type foundTopic struct {
 	Topic                          string
-	Count                          int
-	Revivable, Ready, Finished     int
+	Count                          int64
+	Revivable, Ready, Finished     int64
 	Revive, Reassign, Defer, Purge string
 }
 
@@ -104,7 +104,7 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 	if err != nil {
 		return err
 	}
-	d.Found, d.Scanned, d.Partial = res.n, res.scanned, res.partial
+	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
 	for _, topic := range res.topics {
 		infos := res.infos[topic]
 		if len(d.Rows) < maxFoundListed {
@@ -140,8 +140,8 @@ func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 	named := func(seqs []int64) url.Values { return url.Values{"topic": {topic}, "seq": seqValues(seqs)} }
 	purge := named(finished)
 	purge["in"] = stateNames(states)
-	return foundTopic{Topic: topic, Count: len(infos),
-		Revivable: len(revivable), Ready: len(ready), Finished: len(finished),
+	return foundTopic{Topic: topic, Count: int64(len(infos)),
+		Revivable: int64(len(revivable)), Ready: int64(len(ready)), Finished: int64(len(finished)),
 		Revive: link("/action/revive", named(revivable)), Reassign: link("/action/reassign", named(revivable)),
 		Defer: link("/action/defer", named(ready)), Purge: link("/action/purge", purge)}
 }
