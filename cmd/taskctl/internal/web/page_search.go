@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -107,11 +108,12 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
 	for _, topic := range res.topics {
 		infos := res.infos[topic]
-		if len(d.Rows) < maxFoundListed {
-			d.Rows = append(d.Rows, rowsOf(topic, infos[:min(len(infos), maxFoundListed-len(d.Rows))])...)
-		}
+		d.Rows = append(d.Rows, rowsOf(topic, infos)...)
 		d.Topics = append(d.Topics, foundLinks(topic, infos))
 	}
+	// Newest first across the topics too: sequences are shared by all.
+	slices.SortFunc(d.Rows, func(a, b taskRow) int { return cmp.Compare(b.Info.Sequence, a.Info.Sequence) })
+	d.Rows = d.Rows[:min(len(d.Rows), maxFoundListed)]
 	return nil
 }
 
