@@ -13,10 +13,12 @@ import (
 )
 
 // maxFailures bounds how many of the newest failures the failures page
-// reads and groups, and failureChunk how many one read of a topic takes.
+// reads and groups; one read of a state of a topic takes from
+// minFailureChunk to failureChunk tasks.
 const (
-	maxFailures  = 1000
-	failureChunk = 200
+	maxFailures     = 1000
+	failureChunk    = 200
+	minFailureChunk = 10
 )
 
 // maxErrorText bounds the error text a failure is grouped and shown by.
@@ -34,20 +36,26 @@ type failure struct {
 }
 
 // readFailures reads up to limit tasks in states across topics, newest
-// first by sequence: each topic is read backwards by sequence (on
-// PostgreSQL an index of the rare states serves it), in chunks, and the
-// topics are merged by sequence, so that no topic is read much beyond
-// what the page shows. All reads are one transaction.
+// first by sequence: each state of each topic is read backwards by
+// sequence, in chunks (one state at a time, so that on PostgreSQL the
+// index of the rare states yields them in order, a chunk per read), and
+// they are merged by sequence, which all topics share, so that nothing is
+// read much beyond what the page shows. All reads are one transaction.
 func readFailures(ctx context.Context, store Store, topics []string, states []taskapi.State, limit int) ([]failure, error) {
 	var out []failure
 	err := store.Pages(ctx, func(p ops.Pager) error {
-		heads := make([]failureHead, 0, len(topics))
+		heads := make([]failureHead, 0, len(topics)*len(states))
+		// Many topics read small chunks: what the page shows is spread
+		// over them, and each read is a round trip.
+		chunk := max(minFailureChunk, min(failureChunk, limit/max(1, len(topics)*len(states))+1))
 		for _, topic := range topics {
-			h := failureHead{topic: topic, cursor: taskapi.MaxSequence}
-			if err := h.fill(ctx, p, states); err != nil {
-				return err
+			for _, state := range states {
+				h := failureHead{topic: topic, state: state, cursor: taskapi.MaxSequence, chunk: chunk}
+				if err := h.fill(ctx, p); err != nil {
+					return err
+				}
+				heads = append(heads, h)
 			}
-			heads = append(heads, h)
 		}
 		for len(out) < limit {
 			i := newestHead(heads)
@@ -58,7 +66,7 @@ func readFailures(ctx context.Context, store Store, topics []string, states []ta
 			out = append(out, newFailure(h.topic, h.infos[0]))
 			h.infos = h.infos[1:]
 			if len(h.infos) == 0 && !h.done {
-				if err := h.fill(ctx, p, states); err != nil {
+				if err := h.fill(ctx, p); err != nil {
 					return err
 				}
 			}
@@ -68,21 +76,24 @@ func readFailures(ctx context.Context, store Store, topics []string, states []ta
 	return out, err
 }
 
-// failureHead is what is read, and not yet merged, of one topic.
+// failureHead is what is read, and not yet merged, of one state of one
+// topic.
 type failureHead struct {
 	topic  string
+	state  taskapi.State
 	cursor int64
+	chunk  int
 	infos  []taskapi.Info
-	done   bool // the topic has no older tasks in the states
+	done   bool // the topic has no older tasks in the state
 }
 
-// fill reads the next chunk of the topic.
-func (h *failureHead) fill(ctx context.Context, p ops.Pager, states []taskapi.State) error {
-	infos, err := p.Page(ctx, h.topic, taskapi.Listing{States: states}, h.cursor, failureChunk, taskapi.Backward)
+// fill reads the next chunk.
+func (h *failureHead) fill(ctx context.Context, p ops.Pager) error {
+	infos, err := p.Page(ctx, h.topic, taskapi.Listing{States: []taskapi.State{h.state}}, h.cursor, h.chunk, taskapi.Backward)
 	if err != nil {
 		return err
 	}
-	h.infos, h.done = infos, len(infos) < failureChunk
+	h.infos, h.done = infos, len(infos) < h.chunk
 	if len(infos) > 0 {
 		h.cursor = infos[len(infos)-1].Sequence
 	}
