@@ -79,6 +79,17 @@ func testFind[Tx any](t *testing.T, b Backend[Tx]) {
 			[]int64{s["zürich-2"], s["zürich-1"]})
 	}
 
+	all["EdgesOfThePrefix"] = func(t *testing.T) {
+		w := worldOf(setup(t, b, ta))
+		s := push(w, ta, "a-", "a-z", "a.", "a,", "a-\U0010FFFF", "a-\uE000x", "b", "a")
+		wantSeqs(t, "identifier a-", find(w, ta, taskapi.Search{Identifier: "a-"}, taskapi.MaxSequence, 10),
+			[]int64{s["a-\uE000x"], s["a-\U0010FFFF"], s["a-z"], s["a-"]})
+		wantSeqs(t, "identifier a-\U0010FFFF", find(w, ta, taskapi.Search{Identifier: "a-\U0010FFFF"}, taskapi.MaxSequence, 10),
+			[]int64{s["a-\U0010FFFF"]})
+		wantSeqs(t, "reference ref-a.", find(w, ta, taskapi.Search{Reference: "ref-a."}, taskapi.MaxSequence, 10),
+			[]int64{s["a."]})
+	}
+
 	all["NothingToFind"] = func(t *testing.T) {
 		w := worldOf(setup(t, b, ta))
 		push(w, ta, "a1")
