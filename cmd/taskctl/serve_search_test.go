@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,39 @@ func TestServeSearch(t *testing.T) {
 				if r := br.get("/search?" + bad); r.status != http.StatusBadRequest {
 					t.Errorf("search %s: %d, want 400\n%s", bad, r.status, r.body)
 				}
+			}
+			// A search of a field stops at 1,000 found and goes on with
+			// the older tasks from where it stopped.
+			if _, err := d.store.Initialize(ctx, "many"); err != nil {
+				t.Fatal(err)
+			}
+			many := make([]taskapi.Creation, 1005)
+			for i := range many {
+				many[i] = taskapi.Creation{Identifier: fmt.Sprint("m", i), Input: `{"k":1}`}
+			}
+			if _, err := d.store.Push(ctx, "many", taskapi.Append, many); err != nil {
+				t.Fatal(err)
+			}
+			// However a page's reading is cut by its budget of time, the
+			// pages that follow each other's link find every task once.
+			total, pages := 0, 0
+			for next := "/search?topic=many&field=k&value=1"; next != ""; pages++ {
+				page := br.page(next)
+				m := regexp.MustCompile(`id="found">([0-9,]+) tasks? found`).FindStringSubmatch(page)
+				if m == nil {
+					t.Fatalf("a search of the field found nothing:\n%s", page)
+				}
+				n, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+				if total += n; n > 1000 {
+					t.Errorf("a search found %d tasks, over its bound of 1,000", n)
+				}
+				next = ""
+				if older := regexp.MustCompile(`<a id="older" href="([^"]*)"`).FindStringSubmatch(page); older != nil {
+					next = html.UnescapeString(older[1])
+				}
+			}
+			if total != 1005 || pages < 2 {
+				t.Errorf("the searches of the field found %d tasks in %d pages, want 1,005 in two or more", total, pages)
 			}
 			if r := br.get("/search?topic=nowhere&identifier=a"); r.status != http.StatusNotFound {
 				t.Errorf("search of an unknown topic: %d, want 404", r.status)

@@ -23,6 +23,7 @@ type searchData struct {
 	Found                                      int64
 	Scanned                                    int64
 	Partial                                    bool
+	Older                                      string // the link that searches the field in older tasks
 	Limit, ScanLimit                           int64
 	Rows                                       []taskRow
 	Topics                                     []foundTopic
@@ -49,6 +50,12 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 	d := searchData{Topic: f.text("topic"), Identifier: url.Values(f).Get("identifier"), Reference: url.Values(f).Get("reference"),
 		Field: f.text("field"), Value: url.Values(f).Get("value"), Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
 	q, err := parseSearch(d)
+	if err == nil && q != nil {
+		q.before, err = f.sequence("before")
+		if q.before == 0 {
+			q.before = taskapi.MaxSequence
+		}
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -106,6 +113,10 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 		return err
 	}
 	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
+	if res.next > 0 {
+		d.Older = link("/search", url.Values{"topic": {q.topic}, "identifier": {q.search.Identifier},
+			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "before": {itoa(res.next)}})
+	}
 	for _, topic := range res.topics {
 		infos := res.infos[topic]
 		d.Rows = append(d.Rows, rowsOf(topic, infos)...)

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// maxFound bounds the tasks one search finds (and its actions name), and
-// maxScanned the tasks a search by a field of the input reads in one
-// topic; findChunk is how many one read takes.
+// maxFound bounds the tasks one search finds (and its actions name);
+// maxScanned and scanBudget bound what a search by a field of the input
+// reads in one topic, in tasks and in time (the page offers to go on
+// from there); findChunk is how many one read takes.
 const (
 	maxFound   = maxSelected
 	maxScanned = 100_000
+	scanBudget = 150 * time.Millisecond
 	findChunk  = 500
 )
 
@@ -26,7 +29,8 @@ type searchQuery struct {
 	field      []string // the path of a field of the input, by dots
 	fieldText  string
 	value      string
-	identified bool // a prefix is given
+	identified bool  // a prefix is given
+	before     int64 // a field is searched in the tasks below this sequence
 }
 
 // found is what a search found.
@@ -34,8 +38,9 @@ type found struct {
 	infos   map[string][]taskapi.Info // by topic, newest first
 	topics  []string                  // the topics with matches, in the order read
 	n       int
-	scanned int  // tasks read to match the field
-	partial bool // the search stopped at its deadline or its bound of reads
+	scanned int   // tasks read to match the field
+	partial bool  // the search stopped at its deadline or its bound of reads
+	next    int64 // where a search of a field goes on: the last task read; 0 when it read every one
 }
 
 // add records the matches of topic.
@@ -78,37 +83,51 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 	return f, nil
 }
 
-// scanField reads the tasks of topic newest first (those of the prefixes
-// when given) and keeps those whose input has q.value at q.field, up to
-// maxScanned tasks read. Inputs are text in every schema, so the match is
-// made here, on the JSON of each input, not by the database.
+// scanField reads the tasks of topic newest first from below q.before
+// (those of the prefixes when given) and keeps those whose input has
+// q.value at q.field, up to maxScanned tasks read or scanBudget spent.
+// Inputs are text in every schema, so the match is made here, on the JSON
+// of each input, not by the database.
 func scanField(ctx context.Context, store Store, q searchQuery, topic string, f *found) error {
-	for cursor := taskapi.MaxSequence; f.scanned < maxScanned && f.n < maxFound; {
+	budget, cancel := context.WithTimeout(ctx, scanBudget)
+	defer cancel()
+	// The first read has the page's deadline, not the budget: every
+	// search reads some tasks, and one that goes on makes progress.
+	reading := ctx
+	for cursor := q.before; ; reading = budget {
+		if f.scanned >= maxScanned || f.n >= maxFound || budget.Err() != nil {
+			f.partial, f.next = true, cursor
+			return nil
+		}
 		var infos []taskapi.Info
 		var err error
 		if q.identified {
-			infos, err = store.Find(ctx, topic, q.search, cursor, findChunk)
+			infos, err = store.Find(reading, topic, q.search, cursor, findChunk)
 		} else {
-			infos, err = store.Page(ctx, topic, taskapi.Listing{}, cursor, findChunk, taskapi.Backward)
+			infos, err = store.Page(reading, topic, taskapi.Listing{}, cursor, findChunk, taskapi.Backward)
+		}
+		if err != nil && budget.Err() != nil && ctx.Err() == nil {
+			continue // the budget ran out in the read: stop at cursor
 		}
 		if err != nil {
 			return err
 		}
-		f.scanned += len(infos)
 		var hits []taskapi.Info
+		read := 0
 		for _, info := range infos {
-			if f.n+len(hits) < maxFound && fieldIs(info.Input, q.field, q.value) {
-				hits = append(hits, info)
+			read, cursor = read+1, info.Sequence
+			if fieldIs(info.Input, q.field, q.value) {
+				if hits = append(hits, info); f.n+len(hits) == maxFound {
+					break
+				}
 			}
 		}
+		f.scanned += read
 		f.add(topic, hits)
-		if len(infos) < findChunk {
+		if len(infos) < findChunk && read == len(infos) {
 			return nil
 		}
-		cursor = infos[len(infos)-1].Sequence
 	}
-	f.partial = true
-	return nil
 }
 
 // fieldIs reports whether input is JSON with value at path: a string
