@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -62,5 +64,13 @@ func TestBrowserFailures(t *testing.T) {
 	b.click(`#search button`)
 	if got := b.texts(`#results tbody td.num a`); len(got) != 1 || strings.TrimSpace(got[0]) != fmt.Sprint(hostile.Sequence) {
 		t.Errorf("the search for order-4 lists %q", got)
+	}
+
+	b.do("phone width", chromedp.EmulateViewport(390, 844))
+	for _, path := range []string{"/failures", "/search?topic=orders&identifier=order"} {
+		b.open(base + path)
+		if wide := eval[bool](b, `document.documentElement.scrollWidth > window.innerWidth + 1`); wide {
+			t.Errorf("%s is wider than a phone: the page scrolls sideways", path)
+		}
 	}
 }

@@ -79,7 +79,8 @@ func TestServeFailures(t *testing.T) {
 	for _, b := range backends(false) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			database := b.url(t)
+			d := startDashboard(t, database, web.Config{Refresh: 100 * time.Millisecond})
 			br := newBrowser(t, d.url)
 			at := time.Now().UTC().Add(-time.Minute)
 			o1 := failNew(t, d.store, "orders", "order-1", "connection refused")
@@ -133,6 +134,10 @@ func TestServeFailures(t *testing.T) {
 			only := br.page("/failures?topic=mail&state=SUSPENDED")
 			if strings.Contains(only, "connection refused") || !strings.Contains(only, "(no output)") {
 				t.Errorf("the failures of mail, SUSPENDED only, are wrong:\n%s", only)
+			}
+			ro := startDashboard(t, database, web.Config{Refresh: 100 * time.Millisecond, ReadOnly: true})
+			if page := newBrowser(t, ro.url).page("/failures"); strings.Contains(page, "/action/") || !strings.Contains(page, "connection refused") {
+				t.Errorf("a read-only dashboard's failures page offers actions, or lists nothing:\n%s", page)
 			}
 			if r := br.get("/failures?state=READY"); r.status != http.StatusBadRequest {
 				t.Errorf("/failures?state=READY: %d, want 400", r.status)
