@@ -61,13 +61,13 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 	b := &bench{admin: admin, url: cfg.database, scale: cfg.scale}
 	b.report, err = newReport(ctx, admin, cfg)
 	if err != nil {
-		admin.Close(ctx)
+		_ = admin.Close(ctx)
 		return nil, err
 	}
 	return b, nil
 }
 
-func (b *bench) close() { b.admin.Close(context.Background()) }
+func (b *bench) close() { _ = b.admin.Close(context.Background()) }
 
 // fresh creates an empty database for one side of a scenario and returns a
 // pool on it and a function that closes the pool and drops the database.

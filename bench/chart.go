@@ -102,7 +102,7 @@ func writePNG(path string, plots []*plot.Plot, heights []vg.Length) error {
 		return err
 	}
 	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write's error is the one to report
 		return err
 	}
 	return f.Close()

@@ -97,7 +97,7 @@ func memoryGiB() float64 {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		var kib float64
@@ -187,11 +187,6 @@ func joinNotes(note string, task *result, river rivers) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// missing adds a figure that could not be measured.
-func (r *Report) missing(key, name, unit, note string) {
-	r.add(Figure{Key: key, Name: name, Unit: unit, Note: note})
 }
 
 // relative adds a taskrepo-only throughput and its ratio to ref, the

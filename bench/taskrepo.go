@@ -33,7 +33,7 @@ const idlePause = 5 * time.Millisecond
 // registered repository for the producers, with opts after repoOptions.
 func setupTaskrepo(ctx context.Context, pool *pgxpool.Pool, opts ...taskpg.Option) (*taskpg.Repository, error) {
 	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
+	defer func() { _ = db.Close() }() // a handle on the pool, which stays open
 	if err := migrations.Up(ctx, db, migrations.Postgres); err != nil {
 		return nil, err
 	}

@@ -21,8 +21,8 @@ const (
 	stopTasks  = 5
 	stopExpiry = 2 * time.Second
 	// stopWork is how long the worker's batch works: long enough for the
-	// test to see it hold the batch and stop it first.
-	stopWork = 2 * time.Second
+	// test to see its handler start and stop it first, under load too.
+	stopWork = 5 * time.Second
 )
 
 // TestStoppedWorkerFencesItself stops a consumer process with SIGSTOP
@@ -43,6 +43,10 @@ func TestStoppedWorkerFencesItself(t *testing.T) {
 	w := startWorker(t, url, stopTopic, "stopped-worker",
 		"-expiry", stopExpiry.String(), "-work", stopWork.String(), "-stubborn", "-report")
 	held := awaitHeld(t, pool, repo, stopTopic, w.owner, stopTasks)
+	// Stop it once its handler works: stopped between its poll and its
+	// handler, the worker would give the batch back unrun when it resumes
+	// fenced, and this test is about a handler that is already running.
+	w.awaitLine(t, "started")
 	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

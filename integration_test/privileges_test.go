@@ -30,6 +30,7 @@ var mysqlGrants = []string{
 	"GRANT SELECT, INSERT, UPDATE ON {db}.task_activation TO {user}",
 	"GRANT SELECT, INSERT, UPDATE ON {db}.task_leader TO {user}",
 	"GRANT SELECT, INSERT, UPDATE, DELETE ON {db}.task_schedule TO {user}",
+	"GRANT SELECT, INSERT ON {db}.task_audit TO {user}",
 }
 
 // TestTaskansiMySQLApplicationUser runs every call as a user with the grants
@@ -126,6 +127,14 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	step("SetActivation", activator.SetActivation(ctx, db, gone, taskapi.Paused))
 	_, err = activator.Activations(ctx, db)
 	step("Activations", err)
+	auditor, ok := repo.(taskapi.Auditor[Tx])
+	if !ok {
+		t.Fatalf("%T is no taskapi.Auditor", repo)
+	}
+	_, err = auditor.Record(ctx, db, taskapi.AuditEntry{Actor: "app", Origin: "cli", Action: "pause", Params: `{"topic":["gone"]}`, Changed: 1})
+	step("Record", err)
+	_, err = auditor.AuditLog(ctx, db, 0, 10)
+	step("AuditLog", err)
 	leader, ok := repo.(taskapi.Leader[Tx])
 	if !ok {
 		t.Fatalf("%T is no taskapi.Leader", repo)
@@ -239,6 +248,7 @@ var postgresGrants = []string{
 	"GRANT EXECUTE ON FUNCTION task_truncate(text), task_analyze(text[]) TO {role}",
 	"GRANT SELECT, INSERT, UPDATE ON task_activation, task_leader TO {role}",
 	"GRANT SELECT, INSERT, UPDATE, DELETE ON task_schedule TO {role}",
+	"GRANT SELECT, INSERT ON task_audit TO {role}",
 }
 
 // TestTaskansiPostgresApplicationRole runs every call through taskansi as a

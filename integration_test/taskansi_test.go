@@ -405,8 +405,9 @@ func TestTaskansiSkipsLockedRows(t *testing.T) {
 				taskapi.Creation{Identifier: "x"}, taskapi.Creation{Identifier: "y"}))
 			tx := must[*sql.Tx](t, "Begin")(db.BeginTx(ctx, nil))
 			t.Cleanup(func() { _ = tx.Rollback() })
-			rows := must[*sql.Rows](t, "lock")(tx.QueryContext(ctx, c.lock, "t", tasks[0].Sequence))
-			rows.Close()
+			if err := drainRows(tx.QueryContext(ctx, c.lock, "t", tasks[0].Sequence)); err != nil {
+				t.Fatalf("lock: %v", err)
+			}
 
 			wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 			defer cancel()
@@ -439,4 +440,15 @@ func TestTaskansiMySQLPushBeyondThePacketLimit(t *testing.T) {
 			t.Fatalf("sequence %d follows %d in one push", tasks[i].Sequence, tasks[i-1].Sequence)
 		}
 	}
+}
+
+// drainRows reads the rows of a query to their end and closes them.
+func drainRows(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
 }

@@ -18,8 +18,7 @@ import (
 
 // wakeListener is a taskpg Notifier whose wake-ups a test reads in order.
 type wakeListener struct {
-	topics  chan string
-	pending []string
+	topics chan string
 }
 
 // listenTo runs a taskpg Notifier on the database at url until the test

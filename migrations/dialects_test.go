@@ -81,6 +81,9 @@ func testPrettyView(t *testing.T, db *sql.DB) {
 		}
 		got = append(got, state, descent)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	want := []string{"ACTIVE", "REDUNDANT", "SUCCEEDED", "FAILED"}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
 		t.Errorf("task_pretty = %q, want %q", got, want)

@@ -53,6 +53,9 @@ func versions(t *testing.T, db *sql.DB, table string) []int64 {
 		}
 		got = append(got, v)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return got
 }
 

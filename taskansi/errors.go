@@ -92,7 +92,7 @@ func mysqlNumber(err error) uint16 {
 			return uint16(n.Uint())
 		}
 	}
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // walks the chain itself, one link at a time
 	case interface{ Unwrap() error }:
 		return mysqlNumber(e.Unwrap())
 	case interface{ Unwrap() []error }:

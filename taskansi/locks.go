@@ -2,6 +2,7 @@ package taskansi
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
@@ -55,7 +56,7 @@ func (r *Repository) lockPolls(ctx context.Context, tx DB, topic string) error {
 		if err != nil {
 			return err
 		}
-		return rows.Close()
+		return drain(rows)
 	case lockRows:
 		return r.lockBuckets(ctx, tx, []int64{pollBuckets + int64(uint32(lockkey.Topic(r.plain, topic))%lockBucketCount)})
 	}
@@ -71,8 +72,17 @@ func (r *Repository) lockBuckets(ctx context.Context, tx DB, buckets []int64) er
 		if err != nil {
 			return err
 		}
-		return rows.Close()
+		return drain(rows)
 	})
+}
+
+// drain reads rows to their end and closes them: an error that the server
+// sends after the first row (a lock wait that ran out, say) is seen only so.
+func drain(rows *sql.Rows) error {
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
 }
 
 // widen returns keys as the int64 that every driver takes.

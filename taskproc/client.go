@@ -2,6 +2,7 @@ package taskproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,7 +32,7 @@ import (
 type Client[Tx any] struct {
 	repo     Repository[Tx]
 	transact Transact[Tx]
-	opts     []Option
+	opts     []ClientOption
 	s        settings
 	keeper   *keeper[Tx]
 	clock    *clockOffset // the database's clock as the keeper measures it, shared by the Managers
@@ -51,8 +52,8 @@ type clientRun[Tx any] struct {
 
 // New returns a Client that polls as repo's owner and runs its transactions
 // through transact. opts apply to every topic, before the topic's own.
-func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*Client[Tx], error) {
-	s, err := apply(opts)
+func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...ClientOption) (*Client[Tx], error) {
+	s, err := apply(opts, nil)
 	if err == nil && (repo == nil || transact == nil) {
 		err = fmt.Errorf("a repository and a transaction function are required: %w", taskapi.ErrInvalidArgument)
 	}
@@ -69,7 +70,7 @@ func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...Option) (*C
 // Handle registers handler for topic, with options of the topic's own. It
 // fails with ErrInvalidArgument for a topic that has a handler already or
 // invalid options, and with ErrRunning once the Client runs.
-func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...Option) error {
+func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...TopicOption) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.running != nil {
@@ -78,12 +79,7 @@ func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...Option) error
 	if _, ok := c.managers[topic]; ok {
 		return fmt.Errorf("taskproc: handle %q: the topic has a handler already: %w", topic, taskapi.ErrInvalidArgument)
 	}
-	if own, err := apply(opts); err == nil {
-		if err := own.refuseClientOnly(fmt.Sprintf("a topic (Handle %q)", topic)); err != nil {
-			return err
-		}
-	}
-	s, err := apply(append(slices.Clip(c.opts), opts...))
+	s, err := apply(c.opts, opts)
 	if err != nil {
 		return fmt.Errorf("taskproc: handle %q: %w", topic, err)
 	}
@@ -148,7 +144,7 @@ func (c *Client[Tx]) Start(ctx context.Context) error {
 	for _, topic := range slices.Sorted(maps.Keys(c.managers)) {
 		m := c.managers[topic]
 		if err := m.Start(ctx); err != nil {
-			stopAll(context.WithoutCancel(ctx), started)
+			err = errors.Join(err, stopAll(context.WithoutCancel(ctx), started))
 			c.keeper.stop()
 			return err
 		}
@@ -230,7 +226,7 @@ func stopAll[Tx any](ctx context.Context, managers []*Manager[Tx]) error {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		errs = slices.DeleteFunc(errs, func(err error) bool { return err == ctx.Err() })
+		errs = slices.DeleteFunc(errs, func(err error) bool { return err == ctx.Err() }) //nolint:errorlint // the Managers' own ctx.Err(), as it is: added once below
 		errs = append(errs, ctx.Err())
 	}
 	return join(errs)

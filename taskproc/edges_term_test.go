@@ -77,7 +77,7 @@ func (r *cutRigPG) info(t *testing.T, task taskapi.Task) taskapi.Info {
 }
 
 // client returns a Client of owner on pool, stopped when the test ends.
-func (r *cutRigPG) client(t *testing.T, owner string, pool *pgxpool.Pool, opts ...taskproc.Option) *taskproc.Client[taskpg.DB] {
+func (r *cutRigPG) client(t *testing.T, owner string, pool *pgxpool.Pool, opts ...taskproc.ClientOption) *taskproc.Client[taskpg.DB] {
 	t.Helper()
 	repo, err := taskpg.New(owner)
 	if err != nil {

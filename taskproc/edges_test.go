@@ -75,7 +75,7 @@ func completing(o *owners, owner string) taskproc.Handler {
 func stoppingKeepsOwnerAlive[Tx any](t *testing.T, e *env[Tx]) {
 	const heartbeat, expiry = 100 * time.Millisecond, time.Second
 	tasks := e.push("a", "b", "c", "d")
-	opts := []taskproc.Option{taskproc.WithHeartbeat(heartbeat), taskproc.WithExpiry(expiry), taskproc.WithPause(20 * time.Millisecond)}
+	opts := []taskproc.ClientOption{taskproc.WithHeartbeat(heartbeat), taskproc.WithExpiry(expiry), taskproc.WithPause(20 * time.Millisecond)}
 	results := &owners{}
 	held, finish := make(chan []taskapi.Task, 1), make(chan struct{})
 	var first, finished sync.Once

@@ -187,7 +187,7 @@ func (e *env[Tx]) allIn(n int, states ...taskapi.State) {
 
 // manager returns a Manager of topic with handler, polling as "proc",
 // stopped when the test ends.
-func (e *env[Tx]) manager(handler taskproc.Handler, opts ...taskproc.Option) *taskproc.Manager[Tx] {
+func (e *env[Tx]) manager(handler taskproc.Handler, opts ...taskproc.TopicOption) *taskproc.Manager[Tx] {
 	e.t.Helper()
 	m, err := taskproc.NewManager[Tx](e.repo, e.transact, topic, handler, opts...)
 	if err != nil {

@@ -249,6 +249,9 @@ func ExampleParallelTx() {
 		_ = rows.Scan(&customer, &cents)
 		fmt.Println(customer, "charged", cents)
 	}
+	if err := rows.Err(); err != nil {
+		fmt.Println(err)
+	}
 	// Output:
 	// customer-1 charged 500
 	// customer-2 charged 1200

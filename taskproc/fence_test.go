@@ -101,7 +101,7 @@ func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
 	held, late := make(chan []taskapi.Task, 1), make(chan error, 1)
 	var firstBatch sync.Once
 	events := &recorder{}
-	opts := []taskproc.Option{taskproc.WithHeartbeat(heartbeat), taskproc.WithExpiry(expiry), taskproc.WithSize(20),
+	opts := []taskproc.ClientOption{taskproc.WithHeartbeat(heartbeat), taskproc.WithExpiry(expiry), taskproc.WithSize(20),
 		taskproc.WithPause(50 * time.Millisecond)}
 
 	repoA, _ := taskpg.New("proc-a")

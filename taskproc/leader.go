@@ -20,14 +20,14 @@ var errTermEnding = errors.New("taskproc: the term of leadership runs out before
 // (the repository must be a taskapi.Leader), renewed every third of it; a
 // leader that fails to renew concedes at once, and another process takes
 // over at most ttl and a third after the leader died.
-func WithLeadership(ttl time.Duration) Option { return func(s *settings) { s.leadership = ttl } }
+func WithLeadership(ttl time.Duration) TopicOption { return func(s *settings) { s.leadership = ttl } }
 
 // WithLeaderCallback sets a function that a Manager with leadership calls,
 // on a goroutine of its own, each time it starts to lead: ctx ends when the
 // leadership ends, and before the term can expire in the database, so that
 // the function never acts while another process leads. It must return once
 // ctx ends.
-func WithLeaderCallback(fn func(ctx context.Context, term taskapi.Term)) Option {
+func WithLeaderCallback(fn func(ctx context.Context, term taskapi.Term)) TopicOption {
 	return func(s *settings) { s.onLead = fn }
 }
 

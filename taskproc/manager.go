@@ -94,11 +94,8 @@ type run struct {
 
 // NewManager returns a Manager of topic that polls as repo's owner and hands
 // the batches to handler.
-func NewManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string, handler Handler, opts ...Option) (*Manager[Tx], error) {
-	s, err := apply(opts)
-	if err == nil {
-		err = s.refuseClientOnly("a Manager alone, which has no keeper")
-	}
+func NewManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string, handler Handler, opts ...TopicOption) (*Manager[Tx], error) {
+	s, err := apply(nil, opts)
 	if err != nil {
 		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
 	}

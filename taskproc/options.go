@@ -4,15 +4,28 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// An Option configures a Manager, or, given to New, every Manager of a
-// Client (a topic's own options come after the Client's) and the Client.
-type Option func(*settings)
+// A TopicOption sets how a topic is run: given to Client.Handle or
+// NewManager, that topic's; given to New, every topic's of the Client,
+// before the topic's own.
+type TopicOption func(*settings)
+
+// A ClientOption sets how a Client runs (New). Every TopicOption is one
+// too, as the default of every topic. The options of what a Client has
+// once per process (its keeper, heartbeats, Notifier and reconciliation)
+// are ClientOptions only: giving one to a topic does not compile.
+type ClientOption interface{ applyClient(*settings) }
+
+func (o TopicOption) applyClient(s *settings) { o(s) }
+
+// clientOption is an option of the Client only.
+type clientOption func(*settings)
+
+func (o clientOption) applyClient(s *settings) { o(s) }
 
 // settings are what the options set.
 type settings struct {
@@ -37,7 +50,6 @@ type settings struct {
 	onLead     func(ctx context.Context, term taskapi.Term)
 	resume     func(topics ...string) // wakes local managers after follow-up pushes
 	alive      func() bool            // whether the Client's heartbeat is recent enough to claim; nil for a Manager alone
-	clientOnly []string               // the names of the options given that only a Client takes
 	managed    bool                   // the Manager is a Client's
 	rescues    int                    // how often a task is rescued at most (WithRescues)
 	rescuesSet bool
@@ -69,32 +81,32 @@ func defaults() settings {
 }
 
 // WithSize sets how many tasks a poll takes at most (DefaultSize).
-func WithSize(n int) Option { return func(s *settings) { s.size = n } }
+func WithSize(n int) TopicOption { return func(s *settings) { s.size = n } }
 
 // WithOrder sets the order of polls (FIFO by default).
-func WithOrder(order taskapi.Order) Option { return func(s *settings) { s.order = order } }
+func WithOrder(order taskapi.Order) TopicOption { return func(s *settings) { s.order = order } }
 
 // WithCondition sets the condition of polls (Unconditional by default), for
 // instance taskapi.SingularByIdentifier, so that no identifier is processed
 // twice at once.
-func WithCondition(condition taskapi.Condition) Option {
+func WithCondition(condition taskapi.Condition) TopicOption {
 	return func(s *settings) { s.condition = condition }
 }
 
 // WithPause sets how long the loop waits after a poll that found nothing,
 // unless it is woken (Resume) first (DefaultPause). It also caps the
 // backoff after failed polls.
-func WithPause(d time.Duration) Option { return func(s *settings) { s.pause = d } }
+func WithPause(d time.Duration) TopicOption { return func(s *settings) { s.pause = d } }
 
 // WithLimiter sets the limiter that bounds the batches in flight (Unlimited
 // by default). Give one limiter to several topics to bound them together.
-func WithLimiter(l Limiter) Option { return func(s *settings) { s.limiter = l } }
+func WithLimiter(l Limiter) TopicOption { return func(s *settings) { s.limiter = l } }
 
 // WithListener sets the listener that is told of the runtime's events.
-func WithListener(l Listener) Option { return func(s *settings) { s.listener = l } }
+func WithListener(l Listener) TopicOption { return func(s *settings) { s.listener = l } }
 
 // WithLogger sets the logger of the runtime (slog.Default() by default).
-func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l } }
+func WithLogger(l *slog.Logger) TopicOption { return func(s *settings) { s.logger = l } }
 
 // WithExpiry sets the keeper's timeout (DefaultExpiry): every quarter of it
 // (but not more often than it beats), the Client expires the Active tasks
@@ -104,35 +116,35 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.logger = l
 // than that (a process stopped with SIGSTOP, a VM paused): see Client.
 // Zero turns expiry and fencing off. Choose several heartbeat intervals
 // plus the longest pause a live process may take.
-// An option of the Client only: a topic given it is refused.
-func WithExpiry(d time.Duration) Option {
-	return clientOnly("WithExpiry", func(s *settings) { s.expiry = d })
+// An option of the Client only.
+func WithExpiry(d time.Duration) ClientOption {
+	return clientOption(func(s *settings) { s.expiry = d })
 }
 
 // WithRevival makes the keeper revive the expired tasks of the Client's
 // topics whenever it expires (ReviveReset: Ready again, in their place), so
 // that the work of crashed processes resumes by itself; a task rescued so
 // too often ends with Failure instead (WithRescues).
-// An option of the Client only: a topic given it is refused.
-func WithRevival() Option {
-	return clientOnly("WithRevival", func(s *settings) { s.revival = true })
+// An option of the Client only.
+func WithRevival() ClientOption {
+	return clientOption(func(s *settings) { s.revival = true })
 }
 
 // WithOwnerPurge sets after how long of silence the keeper deletes owners
 // that hold no Active task (DefaultPurge), once an hour (or once per that
 // duration, when it is shorter); zero never does.
-// An option of the Client only: a topic given it is refused.
-func WithOwnerPurge(d time.Duration) Option {
-	return clientOnly("WithOwnerPurge", func(s *settings) { s.purge = d })
+// An option of the Client only.
+func WithOwnerPurge(d time.Duration) ClientOption {
+	return clientOption(func(s *settings) { s.purge = d })
 }
 
 // WithSuccessor gives a Client the identity it continues under after it
 // fenced itself: successor gets the fenced owner's name and returns a
 // repository of a new owner (NextOwner names one). Without it, a Client
 // that recovers releases the tasks it gave up and goes on as the same owner.
-// An option of the Client only: a topic given it is refused.
-func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], error)) Option {
-	return clientOnly("WithSuccessor", func(s *settings) { s.successor = successor })
+// An option of the Client only.
+func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], error)) ClientOption {
+	return clientOption(func(s *settings) { s.successor = successor })
 }
 
 // WithNotifier gives a Client a Notifier (taskpg.NewNotifier on
@@ -140,24 +152,24 @@ func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], erro
 // and an activation changed anywhere applies at once. The first
 // notification of a topic wakes it at once; the ones that follow within
 // WithWakeGap coalesce into one wake-up at its end.
-// An option of the Client only: a topic given it is refused.
-func WithNotifier(n Notifier) Option {
-	return clientOnly("WithNotifier", func(s *settings) { s.notifier = n })
+// An option of the Client only.
+func WithNotifier(n Notifier) ClientOption {
+	return clientOption(func(s *settings) { s.notifier = n })
 }
 
 // WithWakeGap sets the window within which notifications of one topic
 // coalesce (DefaultWakeGap).
-// An option of the Client only: a topic given it is refused.
-func WithWakeGap(d time.Duration) Option {
-	return clientOnly("WithWakeGap", func(s *settings) { s.window = d })
+// An option of the Client only.
+func WithWakeGap(d time.Duration) ClientOption {
+	return clientOption(func(s *settings) { s.window = d })
 }
 
 // WithReconcile sets how often a Client reads the topics' activations from
 // the database (DefaultReconcile): the bound on how long a change takes to
 // reach a process that was not notified.
-// An option of the Client only: a topic given it is refused.
-func WithReconcile(d time.Duration) Option {
-	return clientOnly("WithReconcile", func(s *settings) { s.reconcile = d })
+// An option of the Client only.
+func WithReconcile(d time.Duration) ClientOption {
+	return clientOption(func(s *settings) { s.reconcile = d })
 }
 
 // WithPollers sets how many poll loops a Manager runs (one by default). Each
@@ -166,45 +178,29 @@ func WithReconcile(d time.Duration) Option {
 // it must be safe for that (Sequential, Parallel, Buffered and Composite
 // are). More pollers let workers that complete faster than one poll's round
 // trip keep busy.
-func WithPollers(n int) Option { return func(s *settings) { s.pollers = n } }
+func WithPollers(n int) TopicOption { return func(s *settings) { s.pollers = n } }
 
 // WithGrace sets how long a Stop whose context ended waits, after it
 // cancelled the contexts of the batches in flight, before it releases what
 // is still unsettled (DefaultGrace).
-func WithGrace(d time.Duration) Option { return func(s *settings) { s.grace = d } }
+func WithGrace(d time.Duration) TopicOption { return func(s *settings) { s.grace = d } }
 
 // WithHeartbeat sets how often a Client sends its owner's heartbeat
 // (DefaultHeartbeat). Zero sends none, and then needs WithExpiry(0) as
 // well: without heartbeats the keeper can neither keep the owner alive in
 // the eyes of other processes nor fence it. An option of the Client only.
-func WithHeartbeat(d time.Duration) Option {
-	return clientOnly("WithHeartbeat", func(s *settings) { s.heartbeat = d })
+func WithHeartbeat(d time.Duration) ClientOption {
+	return clientOption(func(s *settings) { s.heartbeat = d })
 }
 
-// clientOnly marks set as an option of the Client only, named name: the
-// keeper, the Notifier and the reconciliation are the Client's, one per
-// process, and a topic cannot have its own.
-func clientOnly(name string, set func(*settings)) Option {
-	return func(s *settings) {
-		set(s)
-		s.clientOnly = append(s.clientOnly, name)
-	}
-}
-
-// refuseClientOnly returns an error that names the options of s that only
-// a Client takes, nil when there are none.
-func (s settings) refuseClientOnly(where string) error {
-	if len(s.clientOnly) == 0 {
-		return nil
-	}
-	return fmt.Errorf("taskproc: %s is an option of the Client, one per process (give it to taskproc.New), not of %s: %w",
-		strings.Join(s.clientOnly, ", "), where, taskapi.ErrInvalidArgument)
-}
-
-// apply applies opts to the defaults and checks the result.
-func apply(opts []Option) (settings, error) {
+// apply applies the Client's options, then the topic's, to the defaults
+// and checks the result.
+func apply(client []ClientOption, topic []TopicOption) (settings, error) {
 	s := defaults()
-	for _, opt := range opts {
+	for _, opt := range client {
+		opt.applyClient(&s)
+	}
+	for _, opt := range topic {
 		opt(&s)
 	}
 	if s.logger == nil {
@@ -249,7 +245,7 @@ func (s settings) check() error {
 // reads it again every few milliseconds, so that moving it counts at once.
 // Without it, they follow the database's clock, as the runtime measures it.
 // Deferred tasks become due by the database's clock either way.
-func WithClock(now func() time.Time) Option {
+func WithClock(now func() time.Time) TopicOption {
 	return func(s *settings) {
 		if now != nil {
 			s.now = now

@@ -21,7 +21,7 @@ const rescuePage = 1000
 // for ever. The default is the retry policy's MaxAttempts (WithRetry).
 // Rescues are counted from the task's Revivals, less the retries its
 // attempt log records (see Attempts).
-func WithRescues(n int) Option {
+func WithRescues(n int) TopicOption {
 	return func(s *settings) { s.rescues, s.rescuesSet = n, true }
 }
 

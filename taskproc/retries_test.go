@@ -14,7 +14,7 @@ import (
 )
 
 // retryPolicy gives max attempts and waits a fixed, short backoff.
-func retryPolicy(max int, backoff time.Duration) taskproc.Option {
+func retryPolicy(max int, backoff time.Duration) taskproc.TopicOption {
 	return taskproc.WithRetry(taskproc.RetryPolicy{MaxAttempts: max, Backoff: func(int) time.Duration { return backoff }})
 }
 

@@ -50,7 +50,7 @@ type Schedule struct {
 // WithSchedule makes the Manager push the tasks of s to its topic, while it
 // runs (see Schedule). It may be given several times, for schedules with
 // different names.
-func WithSchedule(s Schedule) Option {
+func WithSchedule(s Schedule) TopicOption {
 	return func(st *settings) { st.schedules = append(st.schedules, s) }
 }
 

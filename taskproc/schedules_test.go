@@ -29,11 +29,11 @@ func (e *env[Tx]) periodsOf(name string) []time.Time {
 }
 
 // at is a clock that stands still at t.
-func at(t time.Time) taskproc.Option { return taskproc.WithClock(func() time.Time { return t }) }
+func at(t time.Time) taskproc.TopicOption { return taskproc.WithClock(func() time.Time { return t }) }
 
 // scheduled runs a Manager of topic as owner with the options until the
 // topic holds n tasks, and stops it.
-func (e *env[Tx]) scheduled(owner string, n int, opts ...taskproc.Option) {
+func (e *env[Tx]) scheduled(owner string, n int, opts ...taskproc.TopicOption) {
 	e.t.Helper()
 	m, err := taskproc.NewManager[Tx](e.owner(owner), e.transact, topic, taskproc.Sequential(succeed), opts...)
 	if err != nil {
@@ -151,7 +151,7 @@ func scheduleCases[Tx any](all map[string]suiteCase[Tx]) {
 			"the same name twice": {good, good},
 		}
 		for what, list := range bad {
-			var opts []taskproc.Option
+			var opts []taskproc.TopicOption
 			for _, s := range list {
 				opts = append(opts, taskproc.WithSchedule(s))
 			}

@@ -164,7 +164,7 @@ func connect(ctx context.Context, t target, create bool) (*connection, error) {
 
 func (c *connection) close() {
 	if c.db != nil {
-		c.db.Close()
+		_ = c.db.Close() // the command is done: there is nothing left to write
 	}
 	if c.pool != nil {
 		c.pool.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,17 +57,20 @@ func (a *app) deferTasks(cmd *cobra.Command, topic string, until time.Time, seqs
 	if err != nil {
 		return err
 	}
+	var n int64
 	if len(seqs) > 0 {
-		tasks, err := ops.LookupTasks(ctx, s, topic, seqs)
-		if err == nil {
-			err = s.Defer(ctx, topic, until, tasks)
-		}
-		if err != nil {
+		var tasks []taskapi.Task
+		if tasks, err = ops.LookupTasks(ctx, s, topic, seqs); err != nil {
 			return err
 		}
-		return a.reportChange("deferred", topic, int64(len(tasks)))
+		if err = s.Defer(ctx, topic, until, tasks); err == nil {
+			n = int64(len(tasks))
+		}
+	} else {
+		n, err = ops.DeferSpan(ctx, s, topic, until, span)
 	}
-	n, err := ops.DeferSpan(ctx, s, topic, until, span)
+	a.audited(s, change{cmd: cmd, changed: n, bound: selectionBound(seqs, span),
+		outcome: fmt.Sprintf("deferred %d tasks of %q until %s", n, topic, until.UTC().Format(time.RFC3339))}, err)
 	if err != nil {
 		return err
 	}

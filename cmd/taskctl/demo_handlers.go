@@ -13,7 +13,7 @@ import (
 // demoHandler is the handler of a demo topic and the options of its own.
 type demoHandler struct {
 	handler taskproc.Handler
-	opts    []taskproc.Option
+	opts    []taskproc.TopicOption
 }
 
 // handlers returns the handler of each demo topic. Every handler records
@@ -29,9 +29,9 @@ func (r *demoRun[Tx]) handlers() (map[string]demoHandler, error) {
 	}
 	return map[string]demoHandler{
 		demoOrders:   {handler: taskproc.Parallel(8, r.order)},
-		demoPrices:   {handler: taskproc.Parallel(4, r.price), opts: []taskproc.Option{taskproc.WithCondition(taskapi.SingularByIdentifier)}},
+		demoPrices:   {handler: taskproc.Parallel(4, r.price), opts: []taskproc.TopicOption{taskproc.WithCondition(taskapi.SingularByIdentifier)}},
 		demoPipeline: {handler: pipeline},
-		demoRetries:  {handler: taskproc.Parallel(8, r.flaky), opts: []taskproc.Option{taskproc.WithRetry(retry)}},
+		demoRetries:  {handler: taskproc.Parallel(8, r.flaky), opts: []taskproc.TopicOption{taskproc.WithRetry(retry)}},
 		demoLater:    {handler: taskproc.Sequential(r.succeed(demoLater))},
 		demoPaused:   {handler: taskproc.Sequential(r.succeed(demoPaused))},
 	}, nil

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -86,8 +86,9 @@ func (a *app) ownersPurgeCommand() *cobra.Command {
 	return a.silentCommand(&cobra.Command{
 		Use:   "purge",
 		Short: "Delete owners silent for longer than --after that hold no ACTIVE task",
-	}, "24h", func(ctx context.Context, s store, d time.Duration) error {
-		n, err := s.PurgeOwners(ctx, d)
+	}, "24h", func(cmd *cobra.Command, s store, d time.Duration) error {
+		n, err := s.PurgeOwners(cmd.Context(), d)
+		a.audited(s, change{cmd: cmd, changed: n, outcome: fmt.Sprintf("purged %d owners silent for longer than %s", n, d)}, err)
 		if err != nil {
 			return err
 		}
@@ -109,8 +110,9 @@ keeper with revival) brings them back. Choose --after well above the
 owners' heartbeat interval: an owner that is only slow loses its tasks.`,
 		Example: `  taskctl expire --after 1m
   taskctl revive -t orders --state expired`,
-	}, "1m", func(ctx context.Context, s store, d time.Duration) error {
-		n, err := s.Expire(ctx, d)
+	}, "1m", func(cmd *cobra.Command, s store, d time.Duration) error {
+		n, err := s.Expire(cmd.Context(), d)
+		a.audited(s, change{cmd: cmd, changed: n, outcome: fmt.Sprintf("expired %d tasks of owners silent for longer than %s", n, d)}, err)
 		if err != nil {
 			return err
 		}
@@ -120,7 +122,7 @@ owners' heartbeat interval: an owner that is only slow loses its tasks.`,
 
 // silentCommand completes c, a command on the owners silent for longer
 // than its required --after flag (example: a fitting value), to run act.
-func (a *app) silentCommand(c *cobra.Command, example string, act func(ctx context.Context, s store, after time.Duration) error) *cobra.Command {
+func (a *app) silentCommand(c *cobra.Command, example string, act func(cmd *cobra.Command, s store, after time.Duration) error) *cobra.Command {
 	var after string
 	c.Args = cobra.NoArgs
 	c.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -135,7 +137,7 @@ func (a *app) silentCommand(c *cobra.Command, example string, act func(ctx conte
 		if err != nil {
 			return err
 		}
-		return act(cmd.Context(), s, d)
+		return act(cmd, s, d)
 	}
 	c.Flags().StringVar(&after, "after", "", "silent for longer than this (required)")
 	return c

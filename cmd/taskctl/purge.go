@@ -85,6 +85,8 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 		return err
 	}
 	purged, err := a.purgeChunked(ctx, s, f.topic, taskapi.Range{From: first, To: last}, states, n)
+	a.audited(s, change{cmd: cmd, changed: purged, bound: fmt.Sprintf("sequences %d to %d, %d tasks confirmed", first, last, n),
+		outcome: fmt.Sprintf("purged %d tasks of %q", purged, f.topic)}, err)
 	if err != nil {
 		return fmt.Errorf("after %d tasks were purged: %w", purged, err)
 	}

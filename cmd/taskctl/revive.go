@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -93,17 +95,18 @@ func (a *app) revive(cmd *cobra.Command, sel selection, how string) error {
 	}
 	var revived []taskapi.Revival
 	if len(seqs) > 0 {
-		tasks, err := ops.LookupTasks(ctx, s, sel.topic, seqs)
-		if err != nil {
+		var tasks []taskapi.Task
+		if tasks, err = ops.LookupTasks(ctx, s, sel.topic, seqs); err != nil {
 			return err
 		}
-		if revived, err = s.ReviveTasks(ctx, sel.topic, mode, tasks); err != nil {
-			return err
-		}
+		revived, err = s.ReviveTasks(ctx, sel.topic, mode, tasks)
 	} else {
-		if revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span); err != nil {
-			return err
-		}
+		revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span)
+	}
+	a.audited(s, change{cmd: cmd, changed: int64(len(revived)), bound: selectionBound(seqs, span),
+		outcome: fmt.Sprintf("revived %d tasks of %q (%s)", len(revived), sel.topic, mode)}, err)
+	if err != nil {
+		return err
 	}
 	return a.reportChange("revived", sel.topic, int64(len(revived)))
 }
@@ -164,23 +167,49 @@ func (a *app) reassign(cmd *cobra.Command, sel selection, result string) error {
 	if err != nil {
 		return err
 	}
-	if len(seqs) == 0 {
-		n, err := s.ReassignAll(ctx, sel.topic, state, to, span)
-		if err != nil {
+	var tasks []taskapi.Task
+	if len(seqs) > 0 {
+		if tasks, err = ops.LookupTasks(ctx, s, sel.topic, seqs); err != nil {
 			return err
 		}
-		return a.reportChange("reassigned", sel.topic, n)
 	}
-	tasks, err := ops.LookupTasks(ctx, s, sel.topic, seqs)
+	n, err := reassignTasks(ctx, s, sel.topic, state, to, span, tasks)
+	a.audited(s, change{cmd: cmd, changed: n, bound: selectionBound(seqs, span),
+		outcome: fmt.Sprintf("set %d tasks of %q to %s", n, sel.topic, to.State())}, err)
 	if err != nil {
 		return err
+	}
+	return a.reportChange("reassigned", sel.topic, n)
+}
+
+// reassignTasks sets tasks, or when none are given the tasks of topic in
+// state within span, to the state of the result to, and returns how many.
+func reassignTasks(ctx context.Context, s store, topic string, state taskapi.State, to taskapi.Result, span taskapi.Range, tasks []taskapi.Task) (int64, error) {
+	if len(tasks) == 0 {
+		return s.ReassignAll(ctx, topic, state, to, span)
 	}
 	assignments := make([]taskapi.Assignment, len(tasks))
 	for i, t := range tasks {
 		assignments[i] = taskapi.Assignment{Task: t, Result: to}
 	}
-	if err := s.Reassign(ctx, sel.topic, assignments); err != nil {
-		return err
+	if err := s.Reassign(ctx, topic, assignments); err != nil {
+		return 0, err
 	}
-	return a.reportChange("reassigned", sel.topic, int64(len(tasks)))
+	return int64(len(tasks)), nil
+}
+
+// selectionBound describes what bounds a change to a selection, for the
+// audit log: the sequences named, or the range of sequences.
+func selectionBound(seqs []int64, span taskapi.Range) string {
+	switch {
+	case len(seqs) > 0:
+		return fmt.Sprintf("sequences %v", seqs)
+	case span == taskapi.Unbounded:
+		return "any sequence"
+	case span.To == taskapi.MaxSequence:
+		return fmt.Sprintf("sequences from %d on", span.From)
+	case span.From == taskapi.Inception:
+		return fmt.Sprintf("sequences up to %d", span.To)
+	}
+	return fmt.Sprintf("sequences %d to %d", span.From, span.To)
 }

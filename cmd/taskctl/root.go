@@ -36,7 +36,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if v := recover(); v != nil {
 			fmt.Fprintf(stderr, "taskctl: internal error: %v\n", v)
 			if os.Getenv("TASKCTL_DEBUG") != "" {
-				stderr.Write(debug.Stack())
+				_, _ = stderr.Write(debug.Stack())
 			}
 			code = exitFailure
 		}
@@ -105,7 +105,7 @@ Exit codes: 0 success, 1 the operation failed, 2 bad usage or input,
 func (a *app) commands() []*cobra.Command {
 	grouped := map[string][]*cobra.Command{
 		"setup":  {a.migrateCommand(), a.topicCommand(), a.ownersCommand(), a.expireCommand()},
-		"read":   {a.listCommand(), a.showCommand(), a.countCommand(), a.resultsCommand(), a.resolveCommand()},
+		"read":   {a.listCommand(), a.showCommand(), a.countCommand(), a.resultsCommand(), a.resolveCommand(), a.auditCommand()},
 		"change": {a.pushCommand(), a.reviveCommand(), a.reassignCommand(), a.deferCommand(), a.purgeCommand()},
 		"watch":  {a.topCommand(), a.serveCommand(), a.demoCommand()},
 	}

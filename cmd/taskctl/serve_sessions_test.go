@@ -204,10 +204,10 @@ var craftedNext = []string{
 // trimmed, backslashes taken for slashes.
 func landsHere(base, location string) bool {
 	loc := strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
+		switch r {
+		case '\t', '\n', '\r':
 			return -1
-		case r == '\\':
+		case '\\':
 			return '/'
 		}
 		return r

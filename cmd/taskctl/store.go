@@ -41,6 +41,8 @@ type store interface {
 	PurgeOwners(ctx context.Context, after time.Duration) (int64, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	Record(ctx context.Context, entry taskapi.AuditEntry) (taskapi.AuditEntry, error)
+	AuditLog(ctx context.Context, before int64, limit int) ([]taskapi.AuditEntry, error)
 	// Pages runs read in one transaction of its own, with a Pager whose
 	// pages are read in that transaction: many small reads for the round
 	// trips of one transaction (the dashboard's heads of READY tasks).
@@ -59,6 +61,7 @@ type repository[Tx any] interface {
 	taskapi.Activator[Tx]
 	taskapi.Roster[Tx]
 	taskapi.Finder[Tx]
+	taskapi.Auditor[Tx]
 }
 
 // backend is the store of one repository implementation.
@@ -223,6 +226,14 @@ func (b *backend[Tx]) Expire(ctx context.Context, after time.Duration) (int64, e
 
 func (b *backend[Tx]) Roster(ctx context.Context) ([]taskapi.OwnerStatus, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.OwnerStatus, error) { return b.repo.Roster(ctx, tx) })
+}
+
+func (b *backend[Tx]) Record(ctx context.Context, entry taskapi.AuditEntry) (taskapi.AuditEntry, error) {
+	return in(ctx, b, func(tx Tx) (taskapi.AuditEntry, error) { return b.repo.Record(ctx, tx, entry) })
+}
+
+func (b *backend[Tx]) AuditLog(ctx context.Context, before int64, limit int) ([]taskapi.AuditEntry, error) {
+	return in(ctx, b, func(tx Tx) ([]taskapi.AuditEntry, error) { return b.repo.AuditLog(ctx, tx, before, limit) })
 }
 
 func (b *backend[Tx]) Pages(ctx context.Context, read func(p ops.Pager) error) error {

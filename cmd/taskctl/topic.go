@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -78,12 +79,14 @@ func (a *app) topicInit(cmd *cobra.Command, topics []string) error {
 	for _, t := range topics {
 		created, err := s.Initialize(cmd.Context(), t)
 		if err != nil {
+			a.audited(s, change{cmd: cmd, topics: topics, changed: int64(len(added)), outcome: fmt.Sprintf("added %q", added)}, err)
 			return err
 		}
 		if created {
 			added = append(added, t)
 		}
 	}
+	a.audited(s, change{cmd: cmd, topics: topics, changed: int64(len(added)), outcome: fmt.Sprintf("added %q", nonNil(added))}, nil)
 	if a.json {
 		return a.printJSON(map[string][]string{"added": nonNil(added)})
 	}
@@ -111,11 +114,15 @@ func (a *app) topicDestroyCommand() *cobra.Command {
 			if err := a.confirm(cmd.Context(), yes, "Destroy %d topic(s) with every task in them: %q?", len(topics), topics); err != nil {
 				return err
 			}
+			var destroyed []string
 			for _, t := range topics {
 				if _, err := s.Destroy(cmd.Context(), t); err != nil {
+					a.audited(s, change{cmd: cmd, topics: topics, changed: int64(len(destroyed)), outcome: fmt.Sprintf("destroyed %q", destroyed)}, err)
 					return err
 				}
+				destroyed = append(destroyed, t)
 			}
+			a.audited(s, change{cmd: cmd, topics: topics, changed: int64(len(destroyed)), outcome: fmt.Sprintf("destroyed %q", destroyed)}, nil)
 			if a.json {
 				return a.printJSON(map[string][]string{"destroyed": topics})
 			}
@@ -135,11 +142,13 @@ func (a *app) activationCommand(name, short string, activation taskapi.Activatio
 			if err != nil {
 				return err
 			}
-			for _, t := range topics {
+			for i, t := range topics {
 				if err := s.SetActivation(cmd.Context(), t, activation); err != nil {
+					a.audited(s, change{cmd: cmd, topics: topics, changed: int64(i), outcome: fmt.Sprintf("set %q %s", topics[:i], activation)}, err)
 					return err
 				}
 			}
+			a.audited(s, change{cmd: cmd, topics: topics, changed: int64(len(topics)), outcome: fmt.Sprintf("set %q %s", topics, activation)}, nil)
 			if a.json {
 				return a.printJSON(map[string]any{"topics": topics, "activation": activation.String()})
 			}

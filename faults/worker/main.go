@@ -6,9 +6,10 @@
 // retries and snoozes. It prints "ready" once started and stops cleanly on
 // SIGTERM; the tests kill it with SIGKILL to crash it.
 //
-// With -report it also prints, a line each, what the runtime told its
-// listener (see report.go) and how each of its completions came out, for
-// the tests that read what a process saw. -stubborn makes its handler
+// With -report it also prints, a line each, when a handler starts
+// ("started SEQUENCES"), what the runtime told its listener (see
+// report.go) and how each of its completions came out, for the tests that
+// read what a process saw. -stubborn makes its handler
 // ignore its context while it works, as one stuck in a call does, so that
 // it always attempts its completion. -poison names an input whose task
 // makes the process exit at once with status 3 (after "ready"), as a
@@ -80,7 +81,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	handler, opts := effects(c), []taskproc.Option(nil)
+	handler, opts := effects(c), []taskproc.ClientOption(nil)
 	if c.mix == "soak" {
 		handler, opts = soak(c.owner, c.work), soakOptions
 	}
@@ -124,6 +125,9 @@ func effects(c config) taskproc.Handler {
 				say("poison %d", task.Sequence)
 				os.Exit(3)
 			}
+		}
+		if c.report {
+			say("started %s", seqs(b.Tasks()))
 		}
 		if c.stubborn {
 			time.Sleep(c.work)

@@ -13,7 +13,7 @@ import (
 
 // soakOptions retry a flaky task a few times, quickly, so that a soak sees
 // tasks run out of attempts as well as succeed on a later one.
-var soakOptions = []taskproc.Option{taskproc.WithRetry(taskproc.RetryPolicy{
+var soakOptions = []taskproc.ClientOption{taskproc.WithRetry(taskproc.RetryPolicy{
 	MaxAttempts: 3,
 	Backoff:     taskproc.ExponentialBackoff(50*time.Millisecond, 400*time.Millisecond),
 })}

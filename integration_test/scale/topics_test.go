@@ -1,3 +1,5 @@
+//go:build heavy
+
 package scale
 
 import (
@@ -103,12 +105,10 @@ func inParallel(ctx context.Context, workers, n int, fn func(ctx context.Context
 // with the other tests of its package, whose servers it leaves alone. Most
 // of its time goes to creating the topics, two at a time (scaleAttachers):
 // attaching a partition costs in proportion to the partitions there are,
-// and attachments take turns on the task table. README's test command runs
-// it with a -timeout above the default ten minutes.
+// and attachments take turns on the task table. It takes about ten
+// minutes on two cores, so it is built only with the tag heavy, which
+// .ci/run gives in a step of its own (CONTRIBUTING.md, "Heavy tests").
 func TestTopicsAtTenThousand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("creates 10,000 topics; skipped in -short mode")
-	}
 	t.Parallel()
 	dbURL := testdb.OwnPostgres(t).URL()
 	pool := testdb.Pool(t, dbURL, scaleWorkers)

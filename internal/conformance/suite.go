@@ -5,8 +5,9 @@
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
 // owners, read, purge, input, atomicity, clock, races, promises, fleet,
-// termpoll, deferred, schedule, roster, find, hostile, cancel, unavailable;
-// schedule holds NextDue too, which tells a runtime when to poll next).
+// termpoll, deferred, schedule, roster, find, hostile, cancel, unavailable,
+// audit; schedule holds NextDue too, which tells a runtime when to poll
+// next).
 // Every case runs in parallel on a database of its own.
 package conformance
 
@@ -86,4 +87,5 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Hostile", func(t *testing.T) { testHostile(t, b) })
 	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
+	t.Run("Audit", func(t *testing.T) { testAudit(t, b) })
 }

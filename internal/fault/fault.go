@@ -70,7 +70,7 @@ func Mark(err, sentinel error) error {
 	switch {
 	case sentinel == nil || errors.Is(err, sentinel):
 		return err
-	case sentinel == taskapi.ErrUnavailable && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+	case sentinel == taskapi.ErrUnavailable && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)): //nolint:errorlint // sentinel is a class: one of taskapi's values, never wrapped
 		return err
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
@@ -84,7 +84,7 @@ func Mark(err, sentinel error) error {
 // met them, but the other classes (a unique or check violation on the
 // caller's own tables) are the caller's own business, not taskapi's.
 func Transient(err, sentinel error) error {
-	if sentinel != taskapi.ErrConflict && sentinel != taskapi.ErrUnavailable {
+	if sentinel != taskapi.ErrConflict && sentinel != taskapi.ErrUnavailable { //nolint:errorlint // sentinel is a class: one of taskapi's values, never wrapped
 		return err
 	}
 	return Mark(err, sentinel)

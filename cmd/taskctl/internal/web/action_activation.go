@@ -42,9 +42,10 @@ func (s *Server) planActivation(ctx context.Context, f form, _ bool) (*plan, err
 		o := &outcome{Title: p.Title, Back: p.Back}
 		for _, t := range topics {
 			if err := s.cfg.Store.SetActivation(ctx, t, to); err != nil {
-				return nil, err
+				return o, err // the topics before t changed: recorded with err
 			}
 			o.Lines = append(o.Lines, fmt.Sprintf("%q was %s and is %s", t, current[t], to))
+			o.Changed++
 		}
 		return o, nil
 	}

@@ -63,7 +63,7 @@ func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, er
 		if err != nil {
 			return nil, err
 		}
-		return &outcome{Title: "Deferred", Back: p.Back,
+		return &outcome{Title: "Deferred", Back: p.Back, Changed: n,
 			Lines: []string{fmt.Sprintf("%s of %q are %s.", tasksWord(n), sel.topic, when)}}, nil
 	}
 	return p, nil

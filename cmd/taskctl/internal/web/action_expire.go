@@ -46,7 +46,7 @@ func (s *Server) planExpire(ctx context.Context, f form, preview bool) (*plan, e
 		if err != nil {
 			return nil, err
 		}
-		return &outcome{Title: "Expired", Back: "/owners",
+		return &outcome{Title: "Expired", Back: "/owners", Changed: n,
 			Lines: []string{fmt.Sprintf("marked %s EXPIRED: the ACTIVE tasks of owners silent for longer than %s.", tasksWord(n), after)}}, nil
 	}
 	return p, nil

@@ -67,7 +67,7 @@ func (s *Server) purgeChosen(ctx context.Context, sel selection, states []taskap
 			break
 		}
 	}
-	o := &outcome{Title: "Purged", Back: topicLink(sel.topic),
+	o := &outcome{Title: "Purged", Back: topicLink(sel.topic), Changed: purged,
 		Lines: []string{fmt.Sprintf("deleted %s of the %s of %q named by sequence.", tasksWord(purged), tasksWord(int64(len(sel.infos))), sel.topic)}}
 	if left := int64(len(sel.infos)) - purged; left > 0 && err == nil {
 		o.Lines = append(o.Lines, fmt.Sprintf("%s left alone: no longer in %s, or gone.", tasksWord(left), stateList(states)))

@@ -51,7 +51,7 @@ func (s *Server) planReassign(ctx context.Context, f form, preview bool) (*plan,
 		if err != nil {
 			return nil, err
 		}
-		return &outcome{Title: "Reassigned", Back: p.Back, Tasks: sel.rows(),
+		return &outcome{Title: "Reassigned", Back: p.Back, Tasks: sel.rows(), Changed: n,
 			Lines: []string{fmt.Sprintf("set %s of %q to %s.", tasksWord(n), sel.topic, to.State())}}, nil
 	}
 	return p, nil

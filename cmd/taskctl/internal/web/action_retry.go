@@ -86,7 +86,7 @@ func (s *Server) retry(ctx context.Context, sel selection, at time.Time) (*outco
 		tasks[i] = r.Current
 	}
 	deferred, err := ops.DeferReady(ctx, s.cfg.Store, sel.topic, at, tasks)
-	o := &outcome{Title: "Deferred", Back: "/failures", Lines: []string{
+	o := &outcome{Title: "Deferred", Back: "/failures", Changed: int64(len(revived)), Lines: []string{
 		fmt.Sprintf("revived %s of %q in place; %s not polled before %s.", tasksWord(int64(len(revived))), sel.topic,
 			tasksWord(int64(deferred)), stamp(at))}}
 	if early := len(tasks) - deferred; early > 0 && err == nil {

@@ -64,7 +64,7 @@ func (s *Server) planRevive(ctx context.Context, f form, preview bool) (*plan, e
 // maxListed new tasks as they are now; err is an error that stopped a
 // revival in batches after some were done.
 func revivedOutcome(ctx context.Context, store Store, topic string, how taskapi.Revivification, revived []taskapi.Revival, err error) (*outcome, error) {
-	o := &outcome{Title: "Revived", Back: topicLink(topic)}
+	o := &outcome{Title: "Revived", Back: topicLink(topic), Changed: int64(len(revived))}
 	o.Lines = append(o.Lines, fmt.Sprintf("revived %s of %q (%s): %s.", tasksWord(int64(len(revived))), topic, how, revivalModes[how]))
 	if err != nil {
 		o.Lines = append(o.Lines, fmt.Sprintf("then it stopped: %v", err))

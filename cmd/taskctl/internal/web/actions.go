@@ -59,6 +59,11 @@ type outcome struct {
 	Lines []string
 	Tasks []taskRow
 	Back  string
+	// Changed counts what changed, for the audit log: tasks, or topics
+	// for an activation.
+	Changed int64
+	// AuditFailure says that the audit record of the action failed.
+	AuditFailure string
 }
 
 // confirmHandler serves the confirmation of a: it shows what would change.
@@ -87,6 +92,7 @@ func (s *Server) doHandler(a action) http.HandlerFunc {
 		}
 		o, err := p.run(r.Context())
 		s.sampler.poke()
+		s.recordAction(r, a.name, p, o, err)
 		if err != nil {
 			s.fail(w, r, err)
 			return

@@ -68,8 +68,9 @@ func (s *Server) cookieSession(r *http.Request) (id string, live, signed bool) {
 func selfRefresh(r *http.Request) bool { return r.URL.Path == "/live" }
 
 // startSession sets a new session cookie on w and returns its id: a
-// session of the server's, with a token.
-func (s *Server) startSession(w http.ResponseWriter, r *http.Request) string {
+// session of the server's, with a token, labelled with the operator's name
+// given at login (empty for none).
+func (s *Server) startSession(w http.ResponseWriter, r *http.Request, label string) string {
 	c := &http.Cookie{
 		Name: sessionCookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
@@ -78,7 +79,7 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request) string {
 	// the server ends the session anyway after its maximum age.
 	id := rand.Text()
 	if s.cfg.Token != "" {
-		id = s.sessions.start()
+		id = s.sessions.startAs(label)
 	}
 	c.Value = id + "." + s.sign("session", id)
 	http.SetCookie(w, c)
@@ -136,7 +137,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if s.cfg.Token == "" {
-			next.ServeHTTP(w, withSession(r, s.startSession(w, r)))
+			next.ServeHTTP(w, withSession(r, s.startSession(w, r, "")))
 			return
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -164,6 +165,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, msg string) {
 // loginData is what the login form shows.
 type loginData struct {
 	Next    string
+	Name    string // the name given, shown again after a problem
 	Problem string
 	Ended   string // why the session ended, when it did
 }
@@ -190,17 +192,22 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
+	name := r.PostFormValue("name")
+	if problem := checkLabel(name); problem != "" {
+		s.render(w, r, http.StatusBadRequest, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: problem}})
+		return
+	}
 	ok, wait := s.tokenMatches(r, r.PostFormValue("token"))
 	if wait > 0 {
 		retryAfter(w, wait)
-		s.render(w, r, http.StatusTooManyRequests, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: tooManyMessage(wait)}})
+		s.render(w, r, http.StatusTooManyRequests, "login", frame{Title: "Log in", Data: loginData{Next: next, Name: name, Problem: tooManyMessage(wait)}})
 		return
 	}
 	if !ok {
-		s.render(w, r, http.StatusUnauthorized, "login", frame{Title: "Log in", Data: loginData{Next: next, Problem: "That is not the token."}})
+		s.render(w, r, http.StatusUnauthorized, "login", frame{Title: "Log in", Data: loginData{Next: next, Name: name, Problem: "That is not the token."}})
 		return
 	}
-	s.startSession(w, r)
+	s.startSession(w, r, strings.TrimSpace(name))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

@@ -55,7 +55,7 @@ func loadViews() (views, error) {
 // frame is what the layout shows around every page.
 type frame struct {
 	Title    string
-	Nav      string // the menu item to mark: topics, owners, results
+	Nav      string // the menu item to mark: topics, owners, results, audit
 	Database string
 	ReadOnly bool
 	CSRF     string        // the session's CSRF value, for forms that POST

@@ -24,10 +24,11 @@ type sessions struct {
 	byID map[string]*session
 }
 
-// session is one login: when it began and when a page was last asked for
-// in it.
+// session is one login: when it began, when a page was last asked for
+// in it, and the name the operator gave at login (for the audit log).
 type session struct {
 	began, seen time.Time
+	label       string
 }
 
 func newSessions(maxAge, idle time.Duration, now func() time.Time) *sessions {
@@ -35,7 +36,11 @@ func newSessions(maxAge, idle time.Duration, now func() time.Time) *sessions {
 }
 
 // start begins a session and returns its id.
-func (ss *sessions) start() string {
+func (ss *sessions) start() string { return ss.startAs("") }
+
+// startAs begins a session labelled with the operator's name and returns
+// its id.
+func (ss *sessions) startAs(label string) string {
 	id := rand.Text()
 	now := ss.now()
 	ss.mu.Lock()
@@ -43,7 +48,7 @@ func (ss *sessions) start() string {
 	if len(ss.byID) >= maxSessions {
 		ss.sweep(now)
 	}
-	ss.byID[id] = &session{began: now, seen: now}
+	ss.byID[id] = &session{began: now, seen: now, label: label}
 	return id
 }
 
@@ -66,6 +71,17 @@ func (ss *sessions) use(id string, active bool) bool {
 		s.seen = now
 	}
 	return true
+}
+
+// labelOf returns the label of the session id, empty when it has none or
+// has ended.
+func (ss *sessions) labelOf(id string) string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s, ok := ss.byID[id]; ok {
+		return s.label
+	}
+	return ""
 }
 
 // end ends the session id (a logout).

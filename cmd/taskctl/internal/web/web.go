@@ -14,6 +14,8 @@
 // and shows a bound from the sampler's last count beyond it (budget.go).
 // The sampler also flags the topics an operator should look at (health.go),
 // and the pages mark the names that hold hidden characters (hidden.go).
+// Every action that ran is recorded in the database's audit log, with who
+// acted (audit.go), which the audit page lists (page_audit.go).
 //
 // Every response carries strict security headers (headers.go); a request
 // under a host name the server does not answer to is refused before
@@ -56,6 +58,10 @@ type Store interface {
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
 	// Find finds tasks of a topic by prefixes, newest first (search.go).
 	Find(ctx context.Context, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error)
+	// Record and AuditLog write and read the audit log of the actions
+	// (audit.go, page_audit.go).
+	Record(ctx context.Context, entry taskapi.AuditEntry) (taskapi.AuditEntry, error)
+	AuditLog(ctx context.Context, before int64, limit int) ([]taskapi.AuditEntry, error)
 	// Pages runs read in one transaction, with a Pager that reads in it.
 	Pages(ctx context.Context, read func(p ops.Pager) error) error
 }
@@ -182,7 +188,7 @@ const shutdownPatience = 5 * time.Second
 // fails.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.sampler.start(ctx); err != nil {
-		ln.Close()
+		_ = ln.Close() // nothing was served on it: the reading's error is the one to report
 		return fmt.Errorf("first reading of the database: %w", err)
 	}
 	defer s.sampler.stop()
@@ -202,6 +208,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), shutdownPatience)
 	defer cancel()
 	err := hs.Shutdown(stopCtx)
-	<-served
+	if end := <-served; !errors.Is(end, http.ErrServerClosed) { // what Serve returns once Shutdown began
+		err = errors.Join(err, end)
+	}
 	return err
 }

@@ -31,7 +31,7 @@ func TestExponentialBackoffDoublesWithJitterUpToItsCap(t *testing.T) {
 }
 
 func TestWithRetryKeepsThePolicySane(t *testing.T) {
-	s, err := apply([]Option{WithRetry(RetryPolicy{MaxAttempts: -3})})
+	s, err := apply(nil, []TopicOption{WithRetry(RetryPolicy{MaxAttempts: -3})})
 	if err != nil || s.retry.MaxAttempts != 1 || s.retry.Backoff == nil {
 		t.Errorf("WithRetry(-3 attempts, no backoff) = %+v, %v; want one attempt and the default backoff", s.retry, err)
 	}
