@@ -220,6 +220,20 @@ func TestServeFailureGroupActions(t *testing.T) {
 				t.Errorf("a deferral of a task that changed since: %d, want 409\n%s", r.status, r.body)
 			}
 			wantTaskStates(t, d.store, "orders", map[int64]string{a1.Sequence: "SUCCEEDED"})
+
+			// The audit log has the three actions that ran, newest first,
+			// with what each changed, and nothing of the refused one.
+			log, err := d.store.AuditLog(t.Context(), 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range log {
+				got = append(got, fmt.Sprintf("%s %d", e.Action, e.Changed))
+			}
+			if want := []string{"retry 1", "purge 2", "revive 2"}; !slices.Equal(got, want) {
+				t.Errorf("the audit log holds %q, want %q", got, want)
+			}
 		})
 	}
 }
