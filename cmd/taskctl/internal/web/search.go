@@ -68,15 +68,11 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 			infos, err = store.Find(ctx, topic, q.search, taskapi.MaxSequence, maxFound-f.n)
 			f.add(topic, infos)
 		}
-		if ctx.Err() != nil {
-			f.partial = true
-			return f, nil
-		}
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			return f, err
 		}
-		if f.n >= maxFound {
-			f.partial = true
+		// Past the deadline, what was found is shown, as partial.
+		if f.partial = ctx.Err() != nil || f.n >= maxFound; f.partial {
 			return f, nil
 		}
 	}
