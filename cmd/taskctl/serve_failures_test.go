@@ -237,3 +237,31 @@ func TestServeFailureGroupActions(t *testing.T) {
 		})
 	}
 }
+
+// TestServeFailuresSpread spreads the newest failures over more topics
+// than the failures page reads: it groups the newest it could read, and
+// says so, and a page of one topic shows that topic's.
+func TestServeFailuresSpread(t *testing.T) {
+	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour})
+	br := newBrowser(t, d.url)
+	var seqs []int64
+	for i := range 90 {
+		seqs = append(seqs, failNew(t, d.store, fmt.Sprintf("t%02d", i), "x", "boom").Sequence)
+	}
+	page := br.page("/failures")
+	if !strings.Contains(page, "grouping the newest 80: the newest failures are spread over more topics") {
+		t.Fatalf("the page does not say it grouped the newest 80:\n%s", page)
+	}
+	for i, seq := range seqs {
+		listed := strings.Contains(page, fmt.Sprintf("seq=%d\">", seq))
+		if newest := i >= 10 && i >= len(seqs)-maxListedInTest; newest != listed {
+			t.Errorf("task %d (topic %d) listed: %v, want %v", seq, i, listed, newest)
+		}
+	}
+	if one := br.page("/failures?topic=t00"); !strings.Contains(one, "grouping the newest 1,000 (1 read)") {
+		t.Errorf("the page of one topic:\n%s", one)
+	}
+}
+
+// maxListedInTest is how many failures the page lists one by one.
+const maxListedInTest = 100

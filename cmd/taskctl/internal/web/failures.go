@@ -35,45 +35,68 @@ type failure struct {
 	Finished time.Time // when it completed; created, when pushed SUSPENDED
 }
 
-// readFailures reads up to limit tasks in states across topics, newest
-// first by sequence: each state of each topic is read backwards by
-// sequence, in chunks (one state at a time, so that on PostgreSQL the
-// index of the rare states yields them in order, a chunk per read), and
-// they are merged by sequence, which all topics share, so that nothing is
-// read much beyond what the page shows. All reads are one transaction.
-func readFailures(ctx context.Context, store Store, topics []string, states []taskapi.State, limit int) ([]failure, error) {
-	var out []failure
-	err := store.Pages(ctx, func(p ops.Pager) error {
-		heads := make([]failureHead, 0, len(topics)*len(states))
-		// Many topics read small chunks: what the page shows is spread
-		// over them, and each read is a round trip.
-		chunk := max(minFailureChunk, min(failureChunk, limit/max(1, len(topics)*len(states))+1))
-		for _, topic := range topics {
-			for _, state := range states {
-				h := failureHead{topic: topic, state: state, cursor: taskapi.MaxSequence, chunk: chunk}
-				if err := h.fill(ctx, p); err != nil {
-					return err
-				}
-				heads = append(heads, h)
-			}
-		}
+// readFailures reads up to limit tasks in states across topics (one
+// topic when only is given), newest first by sequence. A count of the
+// states per topic first says which topics hold any, and the highest
+// sequence of each (on PostgreSQL the index of the rare states serves it,
+// a few dozen topics a statement). Then each state of each such topic is
+// read backwards by sequence, in chunks, when the merge reaches it (one
+// state at a time, so that the index yields it in order), and they are
+// merged by sequence, which all topics share: a thousand topics cost a
+// count, not two thousand reads. The reads are one transaction.
+//
+// After maxReads reads it stops: what it returns is still the newest
+// failures, fewer of them, and cut says so.
+func readFailures(ctx context.Context, store Store, only string, states []taskapi.State, limit, maxReads int) (out []failure, cut bool, err error) {
+	counts, err := store.Count(ctx, taskapi.Total, taskapi.Counting{Topic: only, States: states}, taskapi.Unbounded)
+	if err != nil {
+		return nil, false, err
+	}
+	heads := failureHeads(counts, states, limit)
+	err = store.Pages(ctx, func(p ops.Pager) error {
 		for len(out) < limit {
 			i := newestHead(heads)
 			if i < 0 {
 				return nil
 			}
 			h := &heads[i]
-			out = append(out, newFailure(h.topic, h.infos[0]))
-			h.infos = h.infos[1:]
-			if len(h.infos) == 0 && !h.done {
+			if !h.read {
+				if cut = maxReads == 0; cut {
+					return nil
+				}
+				maxReads--
 				if err := h.fill(ctx, p); err != nil {
 					return err
 				}
+				continue
+			}
+			out = append(out, newFailure(h.topic, h.infos[0]))
+			if h.infos = h.infos[1:]; len(h.infos) == 0 && !h.done {
+				h.read = false
 			}
 		}
 		return nil
 	})
-	return out, err
+	return out, cut, err
+}
+
+// failureHeads returns a head for each state of each topic that counts
+// tasks in it, none of them read yet. Many heads read small chunks: what
+// the page shows is spread over them, and each read is a round trip.
+func failureHeads(counts map[string]map[taskapi.State]taskapi.Summary, states []taskapi.State, limit int) []failureHead {
+	var heads []failureHead
+	for topic, byState := range counts {
+		for _, state := range states {
+			if sum := byState[state]; sum.Count > 0 {
+				heads = append(heads, failureHead{topic: topic, state: state, cursor: taskapi.MaxSequence, next: sum.Bound})
+			}
+		}
+	}
+	chunk := max(minFailureChunk, min(failureChunk, limit/max(1, len(heads))+1))
+	for i := range heads {
+		heads[i].chunk = chunk
+	}
+	return heads
 }
 
 // failureHead is what is read, and not yet merged, of one state of one
@@ -81,8 +104,10 @@ func readFailures(ctx context.Context, store Store, topics []string, states []ta
 type failureHead struct {
 	topic  string
 	state  taskapi.State
-	cursor int64
+	cursor int64 // the next read takes the tasks below it
 	chunk  int
+	next   int64 // the highest sequence to merge: of infos when read, else the count's bound
+	read   bool  // infos holds the next chunk
 	infos  []taskapi.Info
 	done   bool // the topic has no older tasks in the state
 }
@@ -93,20 +118,31 @@ func (h *failureHead) fill(ctx context.Context, p ops.Pager) error {
 	if err != nil {
 		return err
 	}
-	h.infos, h.done = infos, len(infos) < h.chunk
+	h.infos, h.done, h.read = infos, len(infos) < h.chunk, true
 	if len(infos) > 0 {
 		h.cursor = infos[len(infos)-1].Sequence
 	}
 	return nil
 }
 
+// key is the sequence by which h is merged, and false when h is empty.
+func (h *failureHead) key() (int64, bool) {
+	switch {
+	case !h.read:
+		return h.next, true
+	case len(h.infos) > 0:
+		return h.infos[0].Sequence, true
+	}
+	return 0, false
+}
+
 // newestHead returns the index of the head with the highest sequence, -1
 // when every head is empty.
 func newestHead(heads []failureHead) int {
-	best := -1
-	for i, h := range heads {
-		if len(h.infos) > 0 && (best < 0 || h.infos[0].Sequence > heads[best].infos[0].Sequence) {
-			best = i
+	best, bestKey := -1, int64(0)
+	for i := range heads {
+		if k, ok := heads[i].key(); ok && (best < 0 || k > bestKey) {
+			best, bestKey = i, k
 		}
 	}
 	return best

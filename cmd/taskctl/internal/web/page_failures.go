@@ -14,6 +14,12 @@ import (
 // of the pool busy.
 const readDeadline = 2 * time.Second
 
+// maxFailureReads bounds the reads of the failures page (each of a chunk
+// of one state of one topic, a millisecond or two): past it, the page
+// groups what it has, the newest failures still, fewer of them. Only
+// when the newest failures are spread over many topics does it matter.
+const maxFailureReads = 80
+
 // maxFailuresListed bounds the failures the page lists one by one (the
 // groups count every one read).
 const maxFailuresListed = 100
@@ -24,6 +30,7 @@ type failuresData struct {
 	States   []taskapi.State // the states shown
 	Limit    int64           // how many of the newest are grouped
 	Read     int64           // how many were read
+	Cut      bool            // the reading stopped at its bound of reads, before Limit
 	Groups   []failureView
 	Listed   []failure // the newest, by time finished
 	ReadOnly bool
@@ -50,7 +57,7 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	f := form(r.URL.Query())
 	d := failuresData{Limit: maxFailures, ReadOnly: s.cfg.ReadOnly}
-	topics, err := s.failureTopics(ctx, f, &d)
+	err := s.failureTopic(ctx, f, &d)
 	if err == nil {
 		d.States, err = failureStates(f)
 	}
@@ -58,12 +65,12 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	failures, err := readFailures(ctx, s.cfg.Store, topics, d.States, maxFailures)
+	failures, cut, err := readFailures(ctx, s.cfg.Store, d.Topic, d.States, maxFailures, maxFailureReads)
 	if err != nil {
 		s.fail(w, r, deadlineError(ctx, err, "the failures"))
 		return
 	}
-	d.Read = int64(len(failures))
+	d.Read, d.Cut = int64(len(failures)), cut
 	for _, g := range groupFailures(failures) {
 		d.Groups = append(d.Groups, failureView{failureGroup: g, Actions: groupLinks(g.Topics)})
 	}
@@ -72,15 +79,14 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "failures", frame{Title: "Failures", Nav: "failures", Data: d})
 }
 
-// failureTopics returns the topics the page reads: topic when given,
-// else every one.
-func (s *Server) failureTopics(ctx context.Context, f form, d *failuresData) ([]string, error) {
+// failureTopic reads the one topic the page shows, when it is given.
+func (s *Server) failureTopic(ctx context.Context, f form, d *failuresData) error {
 	if f.text("topic") == "" {
-		return s.cfg.Store.Topics(ctx)
+		return nil
 	}
-	topic, err := f.topic(ctx, s.cfg.Store, "topic")
-	d.Topic = topic
-	return []string{topic}, err
+	var err error
+	d.Topic, err = f.topic(ctx, s.cfg.Store, "topic")
+	return err
 }
 
 // failureStates returns the states asked for, FAILED or SUSPENDED; both
