@@ -3,6 +3,7 @@ package taskpg
 import (
 	"context"
 	"strings"
+	syncatomic "sync/atomic"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +40,29 @@ const codePointOrder = `
 SELECT datcollate IN ('C', 'POSIX') OR datcollate LIKE 'C.%'
 FROM pg_database WHERE datname = current_database()`
 
+// collation remembers whether the database sorts by code point, read
+// once: a database's collation does not change.
+type collation struct {
+	known syncatomic.Int32 // 0: not read yet; 1: by code point; 2: another order
+}
+
+// codePoints reports whether the database of db sorts by code point.
+func (c *collation) codePoints(ctx context.Context, db DB) (bool, error) {
+	if k := c.known.Load(); k != 0 {
+		return k == 1, nil
+	}
+	var ordered bool
+	if err := db.QueryRow(ctx, codePointOrder).Scan(&ordered); err != nil {
+		return false, err
+	}
+	k := int32(2)
+	if ordered {
+		k = 1
+	}
+	c.known.Store(k)
+	return ordered, nil
+}
+
 // Find lists up to size tasks of topic whose identifier and reference
 // begin with the prefixes of search, newest first from below cursor.
 func (r *Repository) Find(ctx context.Context, db DB, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error) {
@@ -48,8 +72,8 @@ func (r *Repository) Find(ctx context.Context, db DB, topic string, search taska
 	if size < 1 || cursor <= taskapi.Inception {
 		return nil, nil
 	}
-	var ordered bool
-	if err := db.QueryRow(ctx, codePointOrder).Scan(&ordered); err != nil {
+	ordered, err := r.collation.codePoints(ctx, db)
+	if err != nil {
 		return nil, wrapf(err, "find tasks of %q", topic)
 	}
 	idFrom, idTo := prefixRange(search.Identifier, ordered)
