@@ -42,7 +42,8 @@ type Repository struct {
 	// incarnation tells this value from others that register the same
 	// owner name, such as the same process started again.
 	incarnation string
-	wake        *wakeUps // which pushes notify their topic's channel
+	wake        *wakeUps  // which pushes notify their topic's channel
+	collation   collation // whether the database sorts by code point (find.go)
 }
 
 // Option configures a Repository.

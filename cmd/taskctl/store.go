@@ -28,6 +28,7 @@ type store interface {
 	Page(ctx context.Context, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error)
 	PageAt(ctx context.Context, topic string, listing taskapi.Listing, at time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error)
 	Lookup(ctx context.Context, topic string, sequence int64) (taskapi.Info, bool, error)
+	Find(ctx context.Context, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error)
 	Count(ctx context.Context, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error)
 	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
 	Resolve(ctx context.Context, at time.Time, preceding bool) (int64, error)
@@ -60,6 +61,7 @@ type repository[Tx any] interface {
 	taskapi.Repository[Tx]
 	taskapi.Activator[Tx]
 	taskapi.Roster[Tx]
+	taskapi.Finder[Tx]
 	taskapi.Auditor[Tx]
 }
 
@@ -167,6 +169,10 @@ func (b *backend[Tx]) Lookup(ctx context.Context, topic string, sequence int64) 
 		return err
 	})
 	return info, found, err
+}
+
+func (b *backend[Tx]) Find(ctx context.Context, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error) {
+	return in(ctx, b, func(tx Tx) ([]taskapi.Info, error) { return b.repo.Find(ctx, tx, topic, search, cursor, size) })
 }
 
 func (b *backend[Tx]) Count(ctx context.Context, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error) {

@@ -96,3 +96,21 @@ func Count(snapshot taskapi.Snapshot, filter taskapi.Counting) error {
 	}
 	return Filter(filter.States, filter.Reference, filter.Identifier)
 }
+
+// Find checks the arguments of Find: a topic, and at least one prefix,
+// each of which must be a valid identifier or reference.
+func Find(topic string, search taskapi.Search) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if search.Identifier == "" && search.Reference == "" {
+		return fmt.Errorf("a search needs a prefix of the identifier or of the reference: %w", taskapi.ErrInvalidArgument)
+	}
+	if err := Reference(search.Reference); err != nil {
+		return err
+	}
+	if search.Identifier == "" {
+		return nil
+	}
+	return Identifier(search.Identifier)
+}

@@ -5,7 +5,7 @@
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
 // owners, read, purge, input, atomicity, clock, races, promises, fleet,
-// termpoll, deferred, schedule, roster, hostile, cancel, unavailable,
+// termpoll, deferred, schedule, roster, find, hostile, cancel, unavailable,
 // audit; schedule holds NextDue too, which tells a runtime when to poll
 // next).
 // Every case runs in parallel on a database of its own.
@@ -82,6 +82,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("NextDue", func(t *testing.T) { testNextDue(t, b) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, b) })
 	t.Run("Roster", func(t *testing.T) { testRoster(t, b) })
+	t.Run("Find", func(t *testing.T) { testFind(t, b) })
 	t.Run("ReadyReads", func(t *testing.T) { testReadyReads(t, b) })
 	t.Run("Hostile", func(t *testing.T) { testHostile(t, b) })
 	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })

@@ -16,6 +16,9 @@ import (
 // confirmation counts what would go, within the budget; the time is
 // resolved to a sequence when the purge runs, and is sent back as a time.
 func (s *Server) planPurge(ctx context.Context, f form, preview bool) (*plan, error) {
+	if choosesTasks(f) {
+		return s.planPurgeChosen(ctx, f, preview)
+	}
 	topic, err := f.topic(ctx, s.cfg.Store, "topic")
 	if err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ func (s *Server) actions() []action {
 		{"revive", s.planRevive},
 		{"reassign", s.planReassign},
 		{"defer", s.planDefer},
+		{"retry", s.planRetry},
 		{"purge", s.planPurge},
 		{"expire", s.planExpire},
 	}

@@ -22,6 +22,8 @@ func (s *Server) routes() http.Handler {
 	app.HandleFunc("GET /task", s.taskPage)
 	app.HandleFunc("GET /owners", s.ownersPage)
 	app.HandleFunc("GET /results", s.resultsPage)
+	app.HandleFunc("GET /failures", s.failuresPage)
+	app.HandleFunc("GET /search", s.searchPage)
 	app.HandleFunc("GET /audit", s.auditPage)
 	app.HandleFunc("POST /logout", s.logout)
 	app.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {

@@ -56,6 +56,8 @@ type Store interface {
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)
+	// Find finds tasks of a topic by prefixes, newest first (search.go).
+	Find(ctx context.Context, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error)
 	// Record and AuditLog write and read the audit log of the actions
 	// (audit.go, page_audit.go).
 	Record(ctx context.Context, entry taskapi.AuditEntry) (taskapi.AuditEntry, error)

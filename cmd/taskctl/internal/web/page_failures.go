@@ -1,0 +1,139 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// readDeadline bounds the reads of the failures and search pages: past
+// it, a page says what it could not read rather than keep a connection
+// of the pool busy.
+const readDeadline = 2 * time.Second
+
+// maxFailureReads bounds the reads of the failures page (each of a chunk
+// of one state of one topic, a millisecond or two): past it, the page
+// groups what it has, the newest failures still, fewer of them. Only
+// when the newest failures are spread over many topics does it matter.
+const maxFailureReads = 80
+
+// maxFailuresListed bounds the failures the page lists one by one (the
+// groups count every one read).
+const maxFailuresListed = 100
+
+// failuresData is the failures page.
+type failuresData struct {
+	Topic    string          // the one topic shown; empty: every topic
+	States   []taskapi.State // the states shown
+	Limit    int64           // how many of the newest are grouped
+	Read     int64           // how many were read
+	Cut      bool            // the reading stopped at its bound of reads, before Limit
+	Groups   []failureView
+	Listed   []failure // the newest, by time finished
+	ReadOnly bool
+}
+
+// failureView is a group with the links of its actions.
+type failureView struct {
+	failureGroup
+	Actions []groupActions
+}
+
+// groupActions are the links of a group's actions in one topic.
+type groupActions struct {
+	Topic                string
+	Count                int64
+	Revive, Retry, Purge string
+}
+
+// failuresPage lists the FAILED and SUSPENDED tasks of every topic (or
+// of topic), the newest first, with the last error of each, grouped by
+// error text, each group with its actions.
+func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readDeadline)
+	defer cancel()
+	f := form(r.URL.Query())
+	d := failuresData{Limit: maxFailures, ReadOnly: s.cfg.ReadOnly}
+	err := s.failureTopic(ctx, f, &d)
+	if err == nil {
+		d.States, err = failureStates(f)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	failures, cut, err := readFailures(ctx, s.cfg.Store, d.Topic, d.States, maxFailures, maxFailureReads)
+	if err != nil {
+		s.fail(w, r, deadlineError(ctx, err, "the failures"))
+		return
+	}
+	d.Read, d.Cut = int64(len(failures)), cut
+	for _, g := range groupFailures(failures) {
+		d.Groups = append(d.Groups, failureView{failureGroup: g, Actions: groupLinks(g.Topics)})
+	}
+	byFinished(failures)
+	d.Listed = failures[:min(len(failures), maxFailuresListed)]
+	s.render(w, r, http.StatusOK, "failures", frame{Title: "Failures", Nav: "failures", Data: d})
+}
+
+// failureTopic reads the one topic the page shows, when it is given.
+func (s *Server) failureTopic(ctx context.Context, f form, d *failuresData) error {
+	if f.text("topic") == "" {
+		return nil
+	}
+	var err error
+	d.Topic, err = f.topic(ctx, s.cfg.Store, "topic")
+	return err
+}
+
+// failureStates returns the states asked for, FAILED or SUSPENDED; both
+// when none is.
+func failureStates(f form) ([]taskapi.State, error) {
+	states, err := f.states("state")
+	if err != nil || len(states) == 0 {
+		return failedStates, err
+	}
+	for _, st := range states {
+		if st != taskapi.Failed && st != taskapi.Suspended {
+			return nil, badRequest("state %s: the failures page lists FAILED and SUSPENDED tasks", st)
+		}
+	}
+	return states, nil
+}
+
+// groupLinks returns the links of the actions on each topic's part of a
+// group: the tasks named by sequence, and for a purge the states they
+// were seen in, so that the action changes these tasks and no other.
+func groupLinks(topics []groupTopic) []groupActions {
+	out := make([]groupActions, len(topics))
+	for i, gt := range topics {
+		seqs := gt.Seqs[:min(len(gt.Seqs), maxSelected)]
+		v := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs)}
+		purge := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs), "in": stateNames(gt.States)}
+		out[i] = groupActions{Topic: gt.Topic, Count: int64(len(seqs)),
+			Revive: link("/action/revive", v), Retry: link("/action/retry", v), Purge: link("/action/purge", purge)}
+	}
+	return out
+}
+
+// stateNames names states.
+func stateNames(states []taskapi.State) []string {
+	names := make([]string, len(states))
+	for i, st := range states {
+		names[i] = st.String()
+	}
+	return names
+}
+
+// deadlineError turns the error of a read that ran out of its deadline
+// into a 503 that says so; what names what was read.
+func deadlineError(ctx context.Context, err error, what string) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return &httpError{status: http.StatusServiceUnavailable,
+			msg: "reading " + what + " took longer than " + readDeadline.String() + ": it was stopped; narrow it to one topic, or try again"}
+	}
+	return err
+}

@@ -1,0 +1,160 @@
+package web
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// maxFoundListed bounds the tasks the search page lists (its actions name
+// every one found).
+const maxFoundListed = 100
+
+// searchData is the search page.
+type searchData struct {
+	Topic, Identifier, Reference, Field, Value string
+	Asked                                      bool // a search was given
+	Found                                      int64
+	Scanned                                    int64
+	Partial                                    bool
+	Older                                      string // the link that searches the field in older tasks
+	Limit, ScanLimit                           int64
+	Rows                                       []taskRow
+	Topics                                     []foundTopic
+	ReadOnly                                   bool
+}
+
+// foundTopic is what a search found in one topic, with the links of the
+// actions on all of it: each action names the tasks it can take by
+// sequence, so that it changes those and no other.
+type foundTopic struct {
+	Topic                          string
+	Count                          int64
+	Revivable, Ready, Finished     int64
+	Revive, Reassign, Defer, Purge string
+}
+
+// searchPage finds tasks by a prefix of their identifier or reference, in
+// one topic or every one, and by a field of their input in one topic, the
+// newest first, and offers actions on all it found.
+func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readDeadline)
+	defer cancel()
+	f := form(r.URL.Query())
+	d := searchData{Topic: f.text("topic"), Identifier: url.Values(f).Get("identifier"), Reference: url.Values(f).Get("reference"),
+		Field: f.text("field"), Value: url.Values(f).Get("value"), Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
+	q, err := parseSearch(d)
+	if err == nil && q != nil {
+		q.before, err = f.sequence("before")
+		if q.before == 0 {
+			q.before = taskapi.MaxSequence
+		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if d.Asked = q != nil; d.Asked {
+		if err := s.search(ctx, q, &d); err != nil {
+			s.fail(w, r, deadlineError(ctx, err, "the search"))
+			return
+		}
+	}
+	s.render(w, r, http.StatusOK, "search", frame{Title: "Search", Nav: "search", Data: d})
+}
+
+// parseSearch checks the values of the search form; nil when nothing is
+// asked.
+func parseSearch(d searchData) (*searchQuery, error) {
+	q := &searchQuery{topic: d.Topic, search: taskapi.Search{Identifier: d.Identifier, Reference: d.Reference},
+		fieldText: d.Field, value: d.Value}
+	q.identified = d.Identifier != "" || d.Reference != ""
+	if d.Field != "" {
+		q.field = strings.Split(d.Field, ".")
+		if slices.Contains(q.field, "") {
+			return nil, badRequest("field %q: give the keys of the input's JSON separated by dots, such as customer.id", d.Field)
+		}
+		if d.Topic == "" {
+			return nil, badRequest("a search by a field of the input reads the tasks one by one: give a topic")
+		}
+	} else if d.Value != "" {
+		return nil, badRequest("value %q: give the field it is the value of, such as customer.id", d.Value)
+	}
+	if !q.identified && q.field == nil {
+		return nil, nil
+	}
+	if q.identified {
+		if err := check.Find("topic", q.search); err != nil {
+			return nil, badRequest("%v", strings.TrimSuffix(err.Error(), ": "+taskapi.ErrInvalidArgument.Error()))
+		}
+	}
+	return q, nil
+}
+
+// search runs q into d.
+func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) error {
+	topics := []string{q.topic}
+	if q.topic == "" {
+		var err error
+		if topics, err = s.cfg.Store.Topics(ctx); err != nil {
+			return err
+		}
+	} else if err := knownTopics(ctx, s.cfg.Store, q.topic); err != nil {
+		return err
+	}
+	res, err := runSearch(ctx, s.cfg.Store, *q, topics)
+	if err != nil {
+		return err
+	}
+	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
+	if res.next > 0 {
+		d.Older = link("/search", url.Values{"topic": {q.topic}, "identifier": {q.search.Identifier},
+			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "before": {itoa(res.next)}})
+	}
+	for _, topic := range res.topics {
+		infos := res.infos[topic]
+		d.Rows = append(d.Rows, rowsOf(topic, infos)...)
+		d.Topics = append(d.Topics, foundLinks(topic, infos))
+	}
+	// Newest first across the topics too: sequences are shared by all.
+	slices.SortFunc(d.Rows, func(a, b taskRow) int { return cmp.Compare(b.Info.Sequence, a.Info.Sequence) })
+	d.Rows = d.Rows[:min(len(d.Rows), maxFoundListed)]
+	return nil
+}
+
+// foundLinks returns the actions on what a search found in topic: revive
+// and reassign of those in EXPIRED to SUCCEEDED, defer of the READY ones,
+// purge of the finished ones (FAILED to REDUNDANT) in the states they
+// were found in.
+func foundLinks(topic string, infos []taskapi.Info) foundTopic {
+	var revivable, ready, finished []int64
+	var states []taskapi.State
+	for _, info := range infos {
+		if info.State.Revivable() {
+			revivable = append(revivable, info.Sequence)
+		}
+		if info.State == taskapi.Ready {
+			ready = append(ready, info.Sequence)
+		}
+		if info.State >= taskapi.Failed {
+			finished = append(finished, info.Sequence)
+			if !slices.Contains(states, info.State) {
+				states = append(states, info.State)
+			}
+		}
+	}
+	slices.Sort(states)
+	named := func(seqs []int64) url.Values { return url.Values{"topic": {topic}, "seq": seqValues(seqs)} }
+	purge := named(finished)
+	purge["in"] = stateNames(states)
+	return foundTopic{Topic: topic, Count: int64(len(infos)),
+		Revivable: int64(len(revivable)), Ready: int64(len(ready)), Finished: int64(len(finished)),
+		Revive: link("/action/revive", named(revivable)), Reassign: link("/action/reassign", named(revivable)),
+		Defer: link("/action/defer", named(ready)), Purge: link("/action/purge", purge)}
+}

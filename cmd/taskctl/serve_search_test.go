@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/web"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// foundSeqs returns the sequences the search page lists, in order.
+func foundSeqs(page string) []string {
+	_, table, _ := strings.Cut(page, `id="results"`)
+	var seqs []string
+	for _, m := range regexp.MustCompile(`href="/task\?seq=(\d+)&amp;`).FindAllStringSubmatch(table, -1) {
+		seqs = append(seqs, m[1])
+	}
+	return seqs
+}
+
+// seqStrings writes the sequences of tasks.
+func seqStrings(tasks ...taskapi.Task) []string {
+	out := make([]string, len(tasks))
+	for i, task := range tasks {
+		out[i] = fmt.Sprint(task.Sequence)
+	}
+	return out
+}
+
+// TestServeSearch searches by prefixes of identifier and reference, in one
+// topic and in every topic, and by a field of the input, on SQLite,
+// PostgreSQL and MySQL: newest first, LIKE's wildcards literal, case
+// kept, hostile names escaped, bad searches refused with 400.
+func TestServeSearch(t *testing.T) {
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			br := newBrowser(t, d.url)
+			ctx := t.Context()
+			for _, topic := range []string{"orders", "mail"} {
+				if _, err := d.store.Initialize(ctx, topic); err != nil {
+					t.Fatal(err)
+				}
+			}
+			push := func(topic string, c taskapi.Creation) taskapi.Task {
+				tasks, err := d.store.Push(ctx, topic, taskapi.Append, []taskapi.Creation{c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tasks[0]
+			}
+			o1 := push("orders", taskapi.Creation{Identifier: "order-1", Reference: "cust-42", Input: `{"customer":{"id":42},"tags":["a","b"]}`})
+			u := push("orders", taskapi.Creation{Identifier: "order_2", Reference: "cust-7", Input: `{"customer":{"id":"42"}}`})
+			x := push("orders", taskapi.Creation{Identifier: "orderX", Input: "not json"})
+			big := push("orders", taskapi.Creation{Identifier: "Order-3", Input: `{"customer":{"id":43}}`})
+			pct := push("orders", taskapi.Creation{Identifier: "50%off", Input: `[{"id":42}]`})
+			evil := push("orders", taskapi.Creation{Identifier: `order<script>alert(1)</script>`})
+			m := push("mail", taskapi.Creation{Identifier: "order-9", Reference: "cust-42"})
+
+			for _, c := range []struct {
+				query string
+				want  []taskapi.Task
+			}{
+				{"topic=orders&identifier=order", []taskapi.Task{evil, x, u, o1}},
+				{"topic=orders&identifier=order_", []taskapi.Task{u}},
+				{"topic=orders&identifier=order-", []taskapi.Task{o1}},
+				{"topic=orders&identifier=Order", []taskapi.Task{big}},
+				{"topic=orders&identifier=" + url.QueryEscape("%"), nil},
+				{"topic=orders&identifier=" + url.QueryEscape("50%"), []taskapi.Task{pct}},
+				{"identifier=order-", []taskapi.Task{m, o1}},
+				{"reference=cust-4", []taskapi.Task{m, o1}},
+				{"topic=orders&reference=cust-&identifier=order_", []taskapi.Task{u}},
+				{"topic=orders&field=customer.id&value=42", []taskapi.Task{u, o1}},
+				{"topic=orders&field=tags.1&value=b", []taskapi.Task{o1}},
+				{"topic=orders&field=0.id&value=42", []taskapi.Task{pct}},
+				{"topic=orders&field=customer.id&value=42&identifier=order-", []taskapi.Task{o1}},
+			} {
+				page := br.page("/search?" + c.query)
+				if got := foundSeqs(page); !slices.Equal(got, seqStrings(c.want...)) {
+					t.Errorf("search %s found %v, want %v", c.query, got, seqStrings(c.want...))
+				}
+			}
+			page := br.page("/search?topic=orders&identifier=order")
+			wantEscaped(t, "the search", page)
+			if !strings.Contains(page, "4 tasks found") {
+				t.Errorf("the search does not say how many it found:\n%s", page)
+			}
+			if strings.Contains(br.page("/search"), `id="found"`) {
+				t.Errorf("an empty search searched")
+			}
+			for _, bad := range []string{
+				"field=customer.id&value=42",              // no topic
+				"topic=orders&field=customer..id&value=1", // an empty key
+				"topic=orders&value=42",                   // no field
+				"identifier=" + url.QueryEscape("a\x00"),  // a NUL
+				"identifier=" + strings.Repeat("x", 501),  // too long
+			} {
+				if r := br.get("/search?" + bad); r.status != http.StatusBadRequest {
+					t.Errorf("search %s: %d, want 400\n%s", bad, r.status, r.body)
+				}
+			}
+			// A search of a field stops at 1,000 found and goes on with
+			// the older tasks from where it stopped.
+			if _, err := d.store.Initialize(ctx, "many"); err != nil {
+				t.Fatal(err)
+			}
+			many := make([]taskapi.Creation, 1005)
+			for i := range many {
+				many[i] = taskapi.Creation{Identifier: fmt.Sprint("m", i), Input: `{"k":1}`}
+			}
+			if _, err := d.store.Push(ctx, "many", taskapi.Append, many); err != nil {
+				t.Fatal(err)
+			}
+			// However a page's reading is cut by its budget of time, the
+			// pages that follow each other's link find every task once.
+			total, pages := 0, 0
+			for next := "/search?topic=many&field=k&value=1"; next != ""; pages++ {
+				page := br.page(next)
+				m := regexp.MustCompile(`id="found">([0-9,]+) tasks? found`).FindStringSubmatch(page)
+				if m == nil {
+					t.Fatalf("a search of the field found nothing:\n%s", page)
+				}
+				n, _ := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+				if total += n; n > 1000 {
+					t.Errorf("a search found %d tasks, over its bound of 1,000", n)
+				}
+				next = ""
+				if older := regexp.MustCompile(`<a id="older" href="([^"]*)"`).FindStringSubmatch(page); older != nil {
+					next = html.UnescapeString(older[1])
+				}
+			}
+			if total != 1005 || pages < 2 {
+				t.Errorf("the searches of the field found %d tasks in %d pages, want 1,005 in two or more", total, pages)
+			}
+			if r := br.get("/search?topic=nowhere&identifier=a"); r.status != http.StatusNotFound {
+				t.Errorf("search of an unknown topic: %d, want 404", r.status)
+			}
+		})
+	}
+}
+
+// TestServeSearchSelectAll acts on every task a search found: the
+// actions name them by sequence, so a task that matches only after the
+// search (pushed, or failed, since) is left alone, and the states of the
+// tasks decide which actions are offered.
+func TestServeSearchSelectAll(t *testing.T) {
+	for _, b := range backends(true) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			br := newBrowser(t, d.url)
+			f1 := failNew(t, d.store, "orders", "inv-1", "boom")
+			f2 := failNew(t, d.store, "orders", "inv-2", "boom")
+			keep := failNew(t, d.store, "orders", "other-1", "boom")
+			page := br.page("/search?topic=orders&identifier=inv-")
+			revive := buttonLinks(t, page, `every task found</th></tr></thead>`, "revive")
+			if len(revive) != 1 || len(buttonLinks(t, page, `every task found</th></tr></thead>`, "defer")) != 0 {
+				t.Fatalf("the actions on what was found are wrong:\n%s", page)
+			}
+			late := failNew(t, d.store, "orders", "inv-3", "boom")
+			done := act(t, br, revive[0], "2 tasks would be made READY")
+			if !strings.Contains(done, "revived 2 tasks") {
+				t.Errorf("the revival says:\n%s", done)
+			}
+			wantTaskStates(t, d.store, "orders", map[int64]string{f1.Sequence: "READY", f2.Sequence: "READY",
+				late.Sequence: "FAILED", keep.Sequence: "FAILED"})
+
+			page = br.page("/search?topic=orders&identifier=inv-")
+			deferLink := buttonLinks(t, page, `every task found</th></tr></thead>`, "defer")
+			if len(deferLink) != 1 {
+				t.Fatalf("no deferral of the READY tasks found:\n%s", page)
+			}
+			act(t, br, deferLink[0]+"&for=1h", "2 tasks would be not polled before")
+			purge := buttonLinks(t, page, `every task found</th></tr></thead>`, "purge")
+			act(t, br, purge[0], "1 task would be deleted for good")
+			wantTaskStates(t, d.store, "orders", map[int64]string{f1.Sequence: "READY", f2.Sequence: "READY",
+				late.Sequence: "GONE", keep.Sequence: "FAILED"})
+		})
+	}
+}
