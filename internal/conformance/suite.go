@@ -85,4 +85,5 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Hostile", func(t *testing.T) { testHostile(t, b) })
 	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
+	t.Run("Settled", func(t *testing.T) { testSettled(t, b) })
 }
