@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +102,7 @@ func (a *app) revive(cmd *cobra.Command, sel selection, how string) error {
 			return err
 		}
 	} else {
-		if revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span); err != nil {
+		if revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span, time.Time{}); err != nil {
 			return err
 		}
 	}

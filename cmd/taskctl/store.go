@@ -31,6 +31,18 @@ type store interface {
 	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
 	Resolve(ctx context.Context, at time.Time, preceding bool) (int64, error)
 	Revive(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error)
+	// ReviveSettled, ReassignSettled and PurgeSettled are Revive,
+	// ReassignAll and Purge that leave out the tasks completed after
+	// settled (taskapi.Settler): the dashboard's actions bound to what
+	// their confirmation saw.
+	ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error)
+	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
+	PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error)
+	// Now reads the database's clock (taskapi.Clock).
+	Now(ctx context.Context) (time.Time, error)
+	// Lookups finds the tasks of topic with the given sequences in one
+	// transaction, by sequence; a sequence with no task is left out.
+	Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error)
 	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
@@ -57,6 +69,8 @@ type repository[Tx any] interface {
 	taskapi.Repository[Tx]
 	taskapi.Activator[Tx]
 	taskapi.Roster[Tx]
+	taskapi.Settler[Tx]
+	taskapi.Clock[Tx]
 }
 
 // backend is the store of one repository implementation.
@@ -181,6 +195,42 @@ func (b *backend[Tx]) Resolve(ctx context.Context, at time.Time, preceding bool)
 
 func (b *backend[Tx]) Revive(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) { return b.repo.Revive(ctx, tx, topic, how, state, span, size) })
+}
+
+func (b *backend[Tx]) ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
+	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) {
+		return b.repo.ReviveSettled(ctx, tx, topic, how, state, span, settled, size)
+	})
+}
+
+func (b *backend[Tx]) ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
+	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.ReassignSettled(ctx, tx, topic, from, to, span, settled) })
+}
+
+func (b *backend[Tx]) PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error) {
+	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.PurgeSettled(ctx, tx, topic, span, settled, states...) })
+}
+
+func (b *backend[Tx]) Now(ctx context.Context) (time.Time, error) {
+	return in(ctx, b, func(tx Tx) (time.Time, error) { return b.repo.Now(ctx, tx) })
+}
+
+// Lookups reads the tasks one by one, but in one transaction: a hundred
+// chosen tasks cost a hundred index reads, not a hundred transactions.
+func (b *backend[Tx]) Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error) {
+	return in(ctx, b, func(tx Tx) (map[int64]taskapi.Info, error) {
+		found := make(map[int64]taskapi.Info, len(sequences))
+		for _, seq := range sequences {
+			info, ok, err := b.repo.Lookup(ctx, tx, topic, seq)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				found[seq] = info
+			}
+		}
+		return found, nil
+	})
 }
 
 func (b *backend[Tx]) ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error) {
