@@ -240,3 +240,27 @@ func TestServeExpireBound(t *testing.T) {
 		})
 	}
 }
+
+// TestServeActivationUnchanged asks to set a RUNNING topic RUNNING: the
+// confirmation says that nothing would change and offers no Confirm.
+func TestServeActivationUnchanged(t *testing.T) {
+	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour})
+	seedDashboard(t, d.store, "orders")
+	page := newBrowser(t, d.url).page("/action/activation?topic=orders&to=RUNNING")
+	if !strings.Contains(page, "Nothing would change") || strings.Contains(page, `id="confirm"`) {
+		t.Errorf("RUNNING → RUNNING offers to confirm, or does not say that nothing would change:\n%s", page)
+	}
+}
+
+// TestServeReassignedShowsNewState reassigns two chosen FAILED tasks to
+// SUCCESS: the result page lists them as SUCCEEDED, read back after the
+// change, not as they were.
+func TestServeReassignedShowsNewState(t *testing.T) {
+	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour})
+	tasks := seedDashboard(t, d.store, "orders")
+	v := url.Values{"topic": {"orders"}, "result": {"SUCCESS"}, "seq": {fmt.Sprint(tasks[5].Sequence), fmt.Sprint(tasks[6].Sequence)}}
+	done := act(t, newBrowser(t, d.url), "/action/reassign?"+v.Encode(), "2 tasks would be set to SUCCEEDED")
+	if strings.Count(done, ">SUCCEEDED</span>") != 2 || strings.Contains(done, ">FAILED</span>") {
+		t.Errorf("the result page does not list the 2 tasks as SUCCEEDED:\n%s", done)
+	}
+}

@@ -117,7 +117,7 @@ func (b bound) describe() string {
 // taskCost is about how long a bulk action takes per task, measured on
 // PostgreSQL and SQLite (revive, reassign, defer, purge; see README): the
 // confirmation of an action that may take longer than a second says so.
-const taskCost = 50 * time.Microsecond
+const taskCost = 30 * time.Microsecond
 
 // note says on the confirmation p what the selection's bound leaves out
 // (by state) and how long the action (what: "revival") may take.
