@@ -13,7 +13,8 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// TestActionsAtSize measures the dashboard's actions on PostgreSQL at the
+// TestActionsAtSize measures the dashboard's actions on SQLite and
+// PostgreSQL at the
 // sizes the issue timed: a revive and a reassignment of 100 chosen tasks,
 // a purge of 500 FAILED tasks and a deferral of 40,000 READY ones, and
 // prints how long each confirmation and each POST took. It runs only with
@@ -22,7 +23,14 @@ func TestActionsAtSize(t *testing.T) {
 	if os.Getenv("TASKCTL_ACTIONS_BENCH") != "1" {
 		t.Skip("TASKCTL_ACTIONS_BENCH=1 measures the actions at size")
 	}
-	d := startDashboard(t, postgresURL(t), web.Config{Refresh: time.Hour, CountBudget: time.Minute})
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) { actionsAtSize(t, b.url(t)) })
+	}
+}
+
+// actionsAtSize runs TestActionsAtSize on database.
+func actionsAtSize(t *testing.T, database string) {
+	d := startDashboard(t, database, web.Config{Refresh: time.Hour, CountBudget: time.Minute})
 	if _, err := d.store.Initialize(t.Context(), "big"); err != nil {
 		t.Fatal(err)
 	}

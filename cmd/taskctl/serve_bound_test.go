@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,36 @@ func TestServeReassignedShowsNewState(t *testing.T) {
 	done := act(t, newBrowser(t, d.url), "/action/reassign?"+v.Encode(), "2 tasks would be set to SUCCEEDED")
 	if strings.Count(done, ">SUCCEEDED</span>") != 2 || strings.Contains(done, ">FAILED</span>") {
 		t.Errorf("the result page does not list the 2 tasks as SUCCEEDED:\n%s", done)
+	}
+}
+
+// TestServeActionsWithoutBound posts confirmations whose bound was taken
+// out of the form: each is refused with 400, saying to open the
+// confirmation again, and changes nothing.
+func TestServeActionsWithoutBound(t *testing.T) {
+	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour})
+	tasks := seedDashboard(t, d.store, "orders")
+	consumeOn(t, d.store, "silent-consumer", "orders", 1, false) // for the expiry
+	br := newBrowser(t, d.url)
+	before := tasksOf(t, d.store, "orders")
+	for path, field := range map[string]string{
+		"/action/revive?topic=orders&state=FAILED":                         "bound",
+		"/action/purge?topic=orders&state=FAILED":                          "at",
+		"/action/revive?topic=orders&seq=" + fmt.Sprint(tasks[0].Sequence): "was",
+		"/action/activation?topic=orders&to=PAUSED":                        "from",
+		"/action/expire?after=0s":                                          "at",
+	} {
+		values := confirmForm(t, br.page(path))
+		values.Del(field)
+		action, _, _ := strings.Cut(path, "?")
+		if r := br.post(action, values); r.status != http.StatusBadRequest || !strings.Contains(r.body, "open the confirmation again") {
+			t.Errorf("POST %s without %s: %d, want 400 saying to open the confirmation again:\n%s", action, field, r.status, r.body)
+		}
+	}
+	if a, _ := d.store.Activations(t.Context()); a["orders"] != taskapi.Running {
+		t.Errorf("refused actions changed the activation: %v", a)
+	}
+	if after := tasksOf(t, d.store, "orders"); !reflect.DeepEqual(after, before) {
+		t.Errorf("refused actions changed the tasks")
 	}
 }
