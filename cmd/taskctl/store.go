@@ -215,24 +215,6 @@ func (b *backend[Tx]) Now(ctx context.Context) (time.Time, error) {
 	return in(ctx, b, func(tx Tx) (time.Time, error) { return b.repo.Now(ctx, tx) })
 }
 
-// Lookups reads the tasks one by one, but in one transaction: a hundred
-// chosen tasks cost a hundred index reads, not a hundred transactions.
-func (b *backend[Tx]) Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error) {
-	return in(ctx, b, func(tx Tx) (map[int64]taskapi.Info, error) {
-		found := make(map[int64]taskapi.Info, len(sequences))
-		for _, seq := range sequences {
-			info, ok, err := b.repo.Lookup(ctx, tx, topic, seq)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				found[seq] = info
-			}
-		}
-		return found, nil
-	})
-}
-
 func (b *backend[Tx]) ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) { return b.repo.ReviveTasks(ctx, tx, topic, how, tasks...) })
 }
