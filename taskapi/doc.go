@@ -18,7 +18,8 @@
 // made a Complete, ReviveTasks or Reassign fail.
 //
 // Beyond Repository, the implementations offer Activator, Leader,
-// Scheduler, Roster and Clock (the database's time). A Term that Leader
+// Scheduler, Roster, Clock (the database's time) and Settler (bulk
+// changes bounded by a completion time, for operators' confirmations). A Term that Leader
 // issued is a PollOption as well: a poll under it claims tasks only while
 // the term is current, and holds off the next term until its transaction
 // ends.
