@@ -146,7 +146,7 @@ SELECT ` + revivedColumns + ` FROM {task}{primary}
 WHERE topic = ? AND state BETWEEN 2 AND 6 AND ({ranges}){wait}`
 	reviveSpan = `
 SELECT ` + revivedColumns + ` FROM {task}
-WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?
+WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ? AND ` + settled + `
 ORDER BY sequence LIMIT ?{skip}`
 	revivalReset = `
 UPDATE {task}{primary} SET descent = {greatest}(state, descent), state = 1, owner = NULL, completed = NULL,
@@ -162,7 +162,11 @@ WHERE topic = ? AND state <> ? AND ({ranges})`
 	reassignOutput = `UPDATE {task}{primary} SET output = ? WHERE topic = ? AND ({ranges})`
 	reassignAll    = `
 UPDATE {task} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
-WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ?`
+WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ? AND ` + settled
+	// settled bounds ReviveSettled, ReassignSettled and PurgeSettled by
+	// completion time (the latest time for none): a task completed later is
+	// left out, one never completed is not (see taskapi.Settler).
+	settled   = `(completed IS NULL OR completed <= ?)`
 	deferLock = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state = 1 AND ({ranges}){wait}`
 	deferSet  = `UPDATE {task}{primary} SET not_before = ? WHERE topic = ? AND ({ranges})`
 )
@@ -257,7 +261,7 @@ const (
 	destroyMarks = `DELETE FROM {schedule} WHERE topic = ?`
 	destroy      = `DELETE FROM {topic} WHERE topic = ?`
 	purgeAll     = `DELETE FROM {task} WHERE topic = ?`
-	purge        = `DELETE FROM {task} WHERE topic = ? AND sequence BETWEEN ? AND ? AND state IN ({list})`
+	purge        = `DELETE FROM {task} WHERE topic = ? AND sequence BETWEEN ? AND ? AND ` + settled + ` AND state IN ({list})`
 	purgeBefore  = `DELETE FROM {task} WHERE topic = ? AND created <= ? AND state IN ({list})`
 )
 

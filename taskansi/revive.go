@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -11,9 +12,17 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
+var _ taskapi.Settler[DB] = (*Repository)(nil)
+
 // Revive revives up to size tasks of topic in state within span, in
 // ascending sequence order, skipping rows that others locked.
 func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
+	return r.ReviveSettled(ctx, db, topic, how, state, span, time.Time{}, size)
+}
+
+// ReviveSettled is Revive of the tasks completed at or before settled (a
+// zero settled: all), for taskapi.Settler.
+func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
 	err := check.Revive(topic, how, state)
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
@@ -25,7 +34,7 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 	err = r.retrying(ctx, db, func(db DB) error {
 		points := r.pointLocks(db)
 		return r.atomic(ctx, db, func(tx DB) error {
-			old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, size)
+			old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, settledParameter(settled), size)
 			if err == nil {
 				slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
 				revivals, err = r.revive(ctx, tx, topic, how, old, points)
@@ -196,6 +205,12 @@ func (r *Repository) reassign(ctx context.Context, tx DB, topic string, assigned
 // ReassignAll moves every task of topic in state from within span to the
 // state of result to, and returns how many.
 func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
+	return r.ReassignSettled(ctx, db, topic, from, to, span, time.Time{})
+}
+
+// ReassignSettled is ReassignAll of the tasks completed at or before
+// settled (a zero settled: all), for taskapi.Settler.
+func (r *Repository) ReassignSettled(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
 	err := check.ReassignAll(topic, from, to)
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
@@ -203,7 +218,7 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 	if from == to.State() || span.Empty() {
 		return 0, nil
 	}
-	n, err := r.written(ctx, db, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To)...)
+	n, err := r.written(ctx, db, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To, settledParameter(settled))...)
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}

@@ -27,6 +27,16 @@ func timeParameter(t time.Time) string {
 	return t.Format(timeLayout)
 }
 
+// settledParameter returns the bound of taskapi.Settler as a parameter
+// (see timeParameter): the latest time for none, which every completion
+// time precedes.
+func settledParameter(settled time.Time) string {
+	if settled.IsZero() {
+		return timeParameter(latest)
+	}
+	return timeParameter(settled)
+}
+
 // nullableTime returns t as a parameter (see timeParameter), or nil (NULL)
 // for the zero time, which means none.
 func nullableTime(t time.Time) any {

@@ -80,6 +80,12 @@ var defaultPurged = []taskapi.State{
 // Purge deletes the tasks of topic within span in the given states (Failed to
 // Redundant when none are given) and returns how many.
 func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskapi.Range, states ...taskapi.State) (int64, error) {
+	return r.PurgeSettled(ctx, db, topic, span, time.Time{}, states...)
+}
+
+// PurgeSettled is Purge of the tasks completed at or before settled (a
+// zero settled: all), for taskapi.Settler.
+func (r *Repository) PurgeSettled(ctx context.Context, db DB, topic string, span taskapi.Range, settled time.Time, states ...taskapi.State) (int64, error) {
 	err := check.Topic(topic)
 	if err == nil {
 		err = check.States(states, nil)
@@ -94,7 +100,7 @@ func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskap
 		return 0, nil
 	}
 	query := r.expand(r.q.purge, "{list}", marks(len(states)))
-	n, err := r.written(ctx, db, query, appendArgs([]any{topic, span.From, span.To}, ordinals(states)...)...)
+	n, err := r.written(ctx, db, query, appendArgs([]any{topic, span.From, span.To, settledParameter(settled)}, ordinals(states)...)...)
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q", topic)
 	}

@@ -80,8 +80,10 @@
 // Beyond [Repository], the implementations offer [Activator] (pause, drain,
 // resume a topic), [Leader] (terms for exclusive consumption), [Scheduler]
 // (periodic tasks), [Roster] (owners and what they hold), [Clock] (the
-// database's time) and [Auditor] (the operators' log). A [Term] that Leader
-// issued is a [PollOption] as well: a poll under it claims tasks only while
-// the term is current, and holds off the next term until its transaction
-// ends.
+// database's time), [Auditor] (the operators' log), [Finder] (tasks by a
+// prefix of their identifier or reference) and [Settler] (bulk changes
+// bounded by a completion time, for operators' confirmations). A [Term]
+// that Leader issued is a [PollOption] as well: a poll under it claims
+// tasks only while the term is current, and holds off the next term until
+// its transaction ends.
 package taskapi

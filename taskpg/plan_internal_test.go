@@ -185,7 +185,7 @@ func checkRevivalPages(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 	t.Helper()
 	var plan []byte
 	err := db.QueryRow(t.Context(), testdb.ExplainPrefix+repo.q.reviveSpanReset, pgx.QueryExecModeExec,
-		"plan", int16(taskapi.Expired), taskapi.Inception, taskapi.MaxSequence, 100).Scan(&plan)
+		"plan", int16(taskapi.Expired), taskapi.Inception, taskapi.MaxSequence, 100, nil).Scan(&plan)
 	if err != nil {
 		t.Fatalf("revival: explain: %v", err)
 	}

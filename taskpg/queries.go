@@ -294,7 +294,7 @@ const (
 UPDATE {schema}.task AS t SET {revival}
 WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
     SELECT sequence FROM {schema}.task
-    WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4
+    WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4 AND ` + settled6 + `
     ORDER BY sequence LIMIT $5 FOR UPDATE{skip}))` + revivedColumns
 	revivedColumns = `
 RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference, ''), t.revivals`
@@ -307,7 +307,11 @@ RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference,
 	reassignAll     = `
 UPDATE {schema}.task
 SET state = $5, descent = GREATEST(state, descent), completed = coalesce(completed, {now})
-WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4`
+WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4 AND ` + settled6
+	// settled6 bounds ReviveSettled and ReassignSettled by completion time
+	// ($6, NULL for none): a task completed later is left out, one never
+	// completed is not (see taskapi.Settler).
+	settled6 = `($6::timestamp IS NULL OR completed IS NULL OR completed <= $6::timestamp)`
 )
 
 // Join releases one group; $3 holds the states that make an identifier count
@@ -396,7 +400,8 @@ const (
 	analyze      = `SELECT {schema}.task_analyze($1::text[])`
 	purge        = `
 DELETE FROM {schema}.task
-WHERE topic = $1 AND sequence BETWEEN $2 AND $3 AND state = ANY ($4::smallint[])`
+WHERE topic = $1 AND sequence BETWEEN $2 AND $3 AND state = ANY ($4::smallint[])
+  AND ($5::timestamp IS NULL OR completed IS NULL OR completed <= $5::timestamp)`
 	// Every task created at or before $2 in the given states.
 	purgeBefore = `
 DELETE FROM {schema}.task WHERE topic = $1 AND created <= $2::timestamp AND state = ANY ($3::smallint[])`

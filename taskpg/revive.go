@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,9 +16,17 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
+var _ taskapi.Settler[DB] = (*Repository)(nil)
+
 // Revive revives up to size tasks of topic in state within span, in
 // ascending sequence order.
 func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
+	return r.ReviveSettled(ctx, db, topic, how, state, span, time.Time{}, size)
+}
+
+// ReviveSettled is Revive of the tasks completed at or before settled (a
+// zero settled: all), for taskapi.Settler.
+func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
 	err := check.Revive(topic, how, state)
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
@@ -34,7 +43,7 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 		return tasks, nil
 	}
 	revivals, err := retrying(ctx, db, func() ([]taskapi.Revival, error) {
-		return r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size)
+		return r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size, timeParameter(settled))
 	})
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
@@ -196,6 +205,12 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 // ReassignAll moves every task of topic in state from within span to the
 // state of result to, and returns how many.
 func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
+	return r.ReassignSettled(ctx, db, topic, from, to, span, time.Time{})
+}
+
+// ReassignSettled is ReassignAll of the tasks completed at or before
+// settled (a zero settled: all), for taskapi.Settler.
+func (r *Repository) ReassignSettled(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
 	err := check.ReassignAll(topic, from, to)
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
@@ -204,7 +219,7 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 		return 0, nil
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
-		return exec(ctx, db, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()))
+		return exec(ctx, db, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()), timeParameter(settled))
 	})
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)

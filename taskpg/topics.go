@@ -2,6 +2,7 @@ package taskpg
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -85,6 +86,12 @@ var defaultPurged = []taskapi.State{
 // Purge deletes the tasks of topic within span in the given states (Failed to
 // Redundant when none are given) and returns how many.
 func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskapi.Range, states ...taskapi.State) (int64, error) {
+	return r.PurgeSettled(ctx, db, topic, span, time.Time{}, states...)
+}
+
+// PurgeSettled is Purge of the tasks completed at or before settled (a
+// zero settled: all), for taskapi.Settler.
+func (r *Repository) PurgeSettled(ctx context.Context, db DB, topic string, span taskapi.Range, settled time.Time, states ...taskapi.State) (int64, error) {
 	err := check.Topic(topic)
 	if err == nil {
 		err = check.States(states, nil)
@@ -99,7 +106,7 @@ func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskap
 		return 0, nil
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
-		return exec(ctx, db, r.q.purge, topic, span.From, span.To, ordinals(states))
+		return exec(ctx, db, r.q.purge, topic, span.From, span.To, ordinals(states), timeParameter(settled))
 	})
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q", topic)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -101,7 +102,7 @@ func (a *app) revive(cmd *cobra.Command, sel selection, how string) error {
 		}
 		revived, err = s.ReviveTasks(ctx, sel.topic, mode, tasks)
 	} else {
-		revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span)
+		revived, err = ops.ReviveAll(ctx, s, sel.topic, mode, state, span, time.Time{})
 	}
 	a.audited(s, change{cmd: cmd, changed: int64(len(revived)), bound: selectionBound(seqs, span),
 		outcome: fmt.Sprintf("revived %d tasks of %q (%s)", len(revived), sel.topic, mode)}, err)

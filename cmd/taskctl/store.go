@@ -33,6 +33,18 @@ type store interface {
 	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
 	Resolve(ctx context.Context, at time.Time, preceding bool) (int64, error)
 	Revive(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error)
+	// ReviveSettled, ReassignSettled and PurgeSettled are Revive,
+	// ReassignAll and Purge that leave out the tasks completed after
+	// settled (taskapi.Settler): the dashboard's actions bound to what
+	// their confirmation saw.
+	ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error)
+	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
+	PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error)
+	// Now reads the database's clock (taskapi.Clock).
+	Now(ctx context.Context) (time.Time, error)
+	// Lookups finds the tasks of topic with the given sequences in one
+	// transaction, by sequence; a sequence with no task is left out.
+	Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error)
 	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
@@ -63,6 +75,8 @@ type repository[Tx any] interface {
 	taskapi.Roster[Tx]
 	taskapi.Finder[Tx]
 	taskapi.Auditor[Tx]
+	taskapi.Settler[Tx]
+	taskapi.Clock[Tx]
 }
 
 // backend is the store of one repository implementation.
@@ -191,6 +205,24 @@ func (b *backend[Tx]) Resolve(ctx context.Context, at time.Time, preceding bool)
 
 func (b *backend[Tx]) Revive(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) { return b.repo.Revive(ctx, tx, topic, how, state, span, size) })
+}
+
+func (b *backend[Tx]) ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
+	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) {
+		return b.repo.ReviveSettled(ctx, tx, topic, how, state, span, settled, size)
+	})
+}
+
+func (b *backend[Tx]) ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
+	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.ReassignSettled(ctx, tx, topic, from, to, span, settled) })
+}
+
+func (b *backend[Tx]) PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error) {
+	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.PurgeSettled(ctx, tx, topic, span, settled, states...) })
+}
+
+func (b *backend[Tx]) Now(ctx context.Context) (time.Time, error) {
+	return in(ctx, b, func(tx Tx) (time.Time, error) { return b.repo.Now(ctx, tx) })
 }
 
 func (b *backend[Tx]) ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error) {

@@ -88,4 +88,5 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, b) })
+	t.Run("Settled", func(t *testing.T) { testSettled(t, b) })
 }

@@ -21,9 +21,10 @@ type Store interface {
 	PageAt(ctx context.Context, topic string, listing taskapi.Listing, at time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error)
 	Lookup(ctx context.Context, topic string, sequence int64) (taskapi.Info, bool, error)
 	Count(ctx context.Context, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error)
-	Revive(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error)
+	ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error)
 	Defer(ctx context.Context, topic string, until time.Time, tasks []taskapi.Task) error
-	Purge(ctx context.Context, topic string, span taskapi.Range, states []taskapi.State) (int64, error)
+	PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error)
+	Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error)
 }
 
 // Pager pages the tasks of a topic: the one read of Store that Waiting
@@ -61,12 +62,13 @@ func LookupTasks(ctx context.Context, s Store, topic string, seqs []int64) ([]ta
 // LookupInfos reads the tasks of topic with the given sequences, as
 // LookupTasks finds them.
 func LookupInfos(ctx context.Context, s Store, topic string, seqs []int64) ([]taskapi.Info, error) {
+	found, err := s.Lookups(ctx, topic, seqs)
+	if err != nil {
+		return nil, err
+	}
 	infos := make([]taskapi.Info, 0, len(seqs))
 	for _, seq := range seqs {
-		info, ok, err := s.Lookup(ctx, topic, seq)
-		if err != nil {
-			return nil, err
-		}
+		info, ok := found[seq]
 		if !ok {
 			return nil, fmt.Errorf("topic %q has no task %d: %w", topic, seq, ErrNotFound)
 		}
@@ -75,12 +77,13 @@ func LookupInfos(ctx context.Context, s Store, topic string, seqs []int64) ([]ta
 	return infos, nil
 }
 
-// ReviveAll revives every task of topic in state within span, Batch tasks
-// a transaction, and returns the revivals: those before an error too.
-func ReviveAll(ctx context.Context, s Store, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range) ([]taskapi.Revival, error) {
+// ReviveAll revives every task of topic in state within span completed at
+// or before settled (zero: whenever), Batch tasks a transaction, and
+// returns the revivals: those before an error too.
+func ReviveAll(ctx context.Context, s Store, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time) ([]taskapi.Revival, error) {
 	var revived []taskapi.Revival
 	for {
-		batch, err := s.Revive(ctx, topic, how, state, span, Batch)
+		batch, err := s.ReviveSettled(ctx, topic, how, state, span, settled, Batch)
 		if revived = append(revived, batch...); err != nil || len(batch) < Batch {
 			return revived, err
 		}

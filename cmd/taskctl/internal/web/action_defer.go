@@ -14,7 +14,7 @@ import (
 // them) or for (a duration from now).
 func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, error) {
 	ready := taskapi.Ready
-	sel, err := selectTasks(ctx, s.cfg.Store, f, &ready)
+	sel, err := s.selectBound(ctx, f, &ready, preview)
 	if err != nil {
 		return nil, err
 	}
@@ -52,19 +52,21 @@ func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, er
 		p.None = e.none()
 		p.Lines = append([]string{sel.describe() + ":", fmt.Sprintf("%s would be %s.", e.tasks(), when)},
 			e.note("after the deferral")...)
+		p.note(sel, e, "deferral")
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
 		n := int64(len(sel.infos))
-		if sel.byState {
+		switch {
+		case sel.byState:
 			n, err = ops.DeferSpan(ctx, s.cfg.Store, sel.topic, at, sel.span)
-		} else {
+		case n > 0:
 			err = s.cfg.Store.Defer(ctx, sel.topic, at, sel.tasks())
 		}
 		if err != nil {
 			return nil, err
 		}
 		return &outcome{Title: "Deferred", Back: p.Back, Changed: n,
-			Lines: []string{fmt.Sprintf("%s of %q are %s.", tasksWord(n), sel.topic, when)}}, nil
+			Lines: append([]string{fmt.Sprintf("%s of %q are %s.", tasksWord(n), sel.topic, when)}, sel.skippedLines()...)}, nil
 	}
 	return p, nil
 }

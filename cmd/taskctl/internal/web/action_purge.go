@@ -35,7 +35,13 @@ func (s *Server) planPurge(ctx context.Context, f form, preview bool) (*plan, er
 	if err != nil {
 		return nil, err
 	}
+	b, err := s.confirmedBound(ctx, f, topic, preview)
+	if err != nil {
+		return nil, err
+	}
+	span = b.narrow(span)
 	p := &plan{Title: "Purge tasks", Hidden: purgeValues(topic, states, span, cutoff), Back: topicLink(topic)}
+	b.values(p.Hidden)
 	if len(states) == 0 {
 		states = ops.PurgedStates
 	}
@@ -43,9 +49,10 @@ func (s *Server) planPurge(ctx context.Context, f form, preview bool) (*plan, er
 		if err := s.previewPurge(ctx, p, topic, states, span, cutoff); err != nil {
 			return nil, err
 		}
+		p.bind(b)
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
-		return s.purge(ctx, topic, states, span, cutoff)
+		return s.purge(ctx, topic, states, span, cutoff, b.at)
 	}
 	return p, nil
 }
@@ -95,17 +102,19 @@ func (s *Server) previewPurge(ctx context.Context, p *plan, topic string, states
 	}
 	p.None = e.none()
 	p.Lines = append([]string{what + ":", change + "."}, e.note("after the purge")...)
+	p.Lines = append(p.Lines, slowNote(e, "purge")...)
 	return nil
 }
 
-// purge deletes what planPurge names and says what went.
-func (s *Server) purge(ctx context.Context, topic string, states []taskapi.State, span taskapi.Range, cutoff time.Time) (*outcome, error) {
+// purge deletes what planPurge names, completed at or before settled, and
+// says what went.
+func (s *Server) purge(ctx context.Context, topic string, states []taskapi.State, span taskapi.Range, cutoff, settled time.Time) (*outcome, error) {
 	back := topicLink(topic)
 	n, first, last, err := s.purgeable(ctx, topic, states, span, cutoff)
 	if err != nil || n == 0 {
 		return &outcome{Title: "Purged", Back: back, Lines: []string{"nothing to purge: no task matched."}}, err
 	}
-	purged, err := ops.PurgeChunked(ctx, s.cfg.Store, topic, taskapi.Range{From: first, To: last}, states, func(int64) {})
+	purged, err := ops.PurgeChunked(ctx, s.cfg.Store, topic, taskapi.Range{From: first, To: last}, states, settled, n, func(int64) {})
 	o := &outcome{Title: "Purged", Back: back, Changed: purged,
 		Lines: []string{fmt.Sprintf("deleted %s of %q (sequences %d to %d).", tasksWord(purged), topic, first, last)}}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -62,7 +63,7 @@ func (s *Server) purgeChosen(ctx context.Context, sel selection, states []taskap
 	var err error
 	for _, span := range consecutive(sel.infos) {
 		var n int64
-		n, err = s.cfg.Store.Purge(ctx, sel.topic, span, states)
+		n, err = s.cfg.Store.PurgeSettled(ctx, sel.topic, span, time.Time{}, states) // the sequences and states are the bound
 		if purged += n; err != nil {
 			break
 		}

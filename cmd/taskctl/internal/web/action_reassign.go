@@ -13,7 +13,7 @@ var resultNames = []string{"SUCCESS", "FILTER", "SUSPENSION", "FAILURE"}
 // planReassign sets the result of tasks in EXPIRED to SUCCEEDED: a
 // selection (see selectTasks) and result.
 func (s *Server) planReassign(ctx context.Context, f form, preview bool) (*plan, error) {
-	sel, err := selectFinished(ctx, s.cfg.Store, f, "reassigned")
+	sel, err := s.selectFinished(ctx, f, "reassigned", preview)
 	if err != nil {
 		return nil, err
 	}
@@ -36,23 +36,41 @@ func (s *Server) planReassign(ctx context.Context, f form, preview bool) (*plan,
 		p.None = e.none() || sel.byState && sel.state == to.State()
 		p.Lines = append([]string{sel.describe() + ":", fmt.Sprintf("%s would be set to %s (result %s).", e.tasks(), to.State(), to)},
 			e.note("after the change")...)
+		p.note(sel, e, "change")
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
-		n := int64(len(sel.infos))
 		if sel.byState {
-			n, err = s.cfg.Store.ReassignAll(ctx, sel.topic, sel.state, to, sel.span)
-		} else {
-			assignments := make([]taskapi.Assignment, len(sel.infos))
-			for i, info := range sel.infos {
-				assignments[i] = taskapi.Assignment{Task: info.Task, Result: to}
+			n, err := s.cfg.Store.ReassignSettled(ctx, sel.topic, sel.state, to, sel.span, sel.bound.at)
+			if err != nil {
+				return nil, err
 			}
-			err = s.cfg.Store.Reassign(ctx, sel.topic, assignments)
+			return &outcome{Title: "Reassigned", Back: p.Back, Changed: n,
+				Lines: []string{fmt.Sprintf("set %s of %q to %s.", tasksWord(n), sel.topic, to.State())}}, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		return &outcome{Title: "Reassigned", Back: p.Back, Tasks: sel.rows(), Changed: n,
-			Lines: []string{fmt.Sprintf("set %s of %q to %s.", tasksWord(n), sel.topic, to.State())}}, nil
+		return s.reassignChosen(ctx, sel, to)
 	}
 	return p, nil
+}
+
+// reassignChosen sets the chosen tasks of sel to the state of to, in one
+// call, and lists them as they are after it (read back).
+func (s *Server) reassignChosen(ctx context.Context, sel selection, to taskapi.Result) (*outcome, error) {
+	assignments := make([]taskapi.Assignment, len(sel.infos))
+	for i, info := range sel.infos {
+		assignments[i] = taskapi.Assignment{Task: info.Task, Result: to}
+	}
+	if len(assignments) > 0 {
+		if err := s.cfg.Store.Reassign(ctx, sel.topic, assignments); err != nil {
+			return nil, err
+		}
+	}
+	o := &outcome{Title: "Reassigned", Back: topicLink(sel.topic), Changed: int64(len(sel.infos)),
+		Lines: append([]string{fmt.Sprintf("set %s of %q to %s.", tasksWord(int64(len(sel.infos))), sel.topic, to.State())}, sel.skippedLines()...)}
+	seqs := make([]int64, len(sel.infos))
+	for i, info := range sel.infos {
+		seqs[i] = info.Sequence
+	}
+	var err error
+	o.Tasks, err = readRows(ctx, s.cfg.Store, sel.topic, seqs)
+	return o, err
 }

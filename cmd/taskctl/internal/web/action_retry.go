@@ -21,7 +21,7 @@ func (s *Server) planRetry(ctx context.Context, f form, preview bool) (*plan, er
 	if !choosesTasks(f) {
 		return nil, badRequest("say which tasks: a group of the failures page names them by sequence (seq)")
 	}
-	sel, err := selectFinished(ctx, s.cfg.Store, f, "deferred here")
+	sel, err := s.selectFinished(ctx, f, "deferred here", preview)
 	if err != nil {
 		return nil, err
 	}

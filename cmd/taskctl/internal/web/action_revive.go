@@ -29,7 +29,7 @@ func (s *Server) planRevive(ctx context.Context, f form, preview bool) (*plan, e
 			return nil, badRequest("how %q: give reset, append, supersede or replace", v)
 		}
 	}
-	sel, err := selectFinished(ctx, s.cfg.Store, f, "revived")
+	sel, err := s.selectFinished(ctx, f, "revived", preview)
 	if err != nil {
 		return nil, err
 	}
@@ -44,18 +44,24 @@ func (s *Server) planRevive(ctx context.Context, f form, preview bool) (*plan, e
 		p.None = e.none()
 		p.Lines = append([]string{sel.describe() + ":", fmt.Sprintf("%s would be %s (%s).", e.tasks(), revivalModes[how], how)},
 			e.note("after the revival")...)
+		p.note(sel, e, "revival")
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
 		var revived []taskapi.Revival
-		if sel.byState {
-			revived, err = ops.ReviveAll(ctx, s.cfg.Store, sel.topic, how, sel.state, sel.span)
-		} else {
+		switch {
+		case sel.byState:
+			revived, err = ops.ReviveAll(ctx, s.cfg.Store, sel.topic, how, sel.state, sel.span, sel.bound.at)
+		case len(sel.infos) > 0: // every chosen task in one call, one transaction
 			revived, err = s.cfg.Store.ReviveTasks(ctx, sel.topic, how, sel.tasks())
 		}
 		if err != nil && len(revived) == 0 {
 			return nil, err
 		}
-		return revivedOutcome(ctx, s.cfg.Store, sel.topic, how, revived, err)
+		o, err := revivedOutcome(ctx, s.cfg.Store, sel.topic, how, revived, err)
+		if o != nil {
+			o.Lines = append(o.Lines, sel.skippedLines()...)
+		}
+		return o, err
 	}
 	return p, nil
 }
@@ -69,21 +75,19 @@ func revivedOutcome(ctx context.Context, store Store, topic string, how taskapi.
 	if err != nil {
 		o.Lines = append(o.Lines, fmt.Sprintf("then it stopped: %v", err))
 	}
-	for i, r := range revived {
-		if i == maxListed {
-			o.Lines = append(o.Lines, fmt.Sprintf("(the first %d are listed)", maxListed))
-			break
-		}
+	listed := revived[:min(len(revived), maxListed)]
+	if len(listed) < len(revived) {
+		o.Lines = append(o.Lines, fmt.Sprintf("(the first %d are listed)", maxListed))
+	}
+	seqs := make([]int64, len(listed))
+	for i, r := range listed {
 		if how != taskapi.ReviveReset {
 			o.Lines = append(o.Lines, fmt.Sprintf("task %d → new task %d", r.Previous.Sequence, r.Current.Sequence))
 		}
-		info, ok, err := store.Lookup(ctx, topic, r.Current.Sequence)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			o.Tasks = append(o.Tasks, rowsOf(topic, []taskapi.Info{info})...)
-		}
+		seqs[i] = r.Current.Sequence
+	}
+	if o.Tasks, err = readRows(ctx, store, topic, seqs); err != nil {
+		return nil, err
 	}
 	return o, nil
 }

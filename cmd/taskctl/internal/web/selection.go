@@ -20,7 +20,75 @@ type selection struct {
 	infos   []taskapi.Info // the named tasks, as they were read
 	state   taskapi.State
 	byState bool
-	span    taskapi.Range
+	span    taskapi.Range // cut at the bound, by state
+	bound   bound         // what the confirmation saw, by state (bound.go)
+	skipped []skipped     // named tasks no longer as confirmed, at the POST
+}
+
+// skipped is a named task that changed state between its confirmation and
+// the POST: it is left as it is.
+type skipped struct {
+	info taskapi.Info  // as it is now
+	was  taskapi.State // as the confirmation showed it
+}
+
+// wasField carries the state of each named task as the confirmation
+// showed it, in the order of the seq values.
+const wasField = "was"
+
+// selectBound reads a selection (see selectTasks) bound to what its
+// confirmation saw: by state, the span is cut at the confirmation's bound
+// (read now for the confirmation, preview; sent back by it for the POST);
+// by sequence, the POST leaves out, as skipped, the tasks no longer in
+// the state the confirmation showed.
+func (s *Server) selectBound(ctx context.Context, f form, defaultState *taskapi.State, preview bool) (selection, error) {
+	sel, err := selectTasks(ctx, s.cfg.Store, f, defaultState)
+	switch {
+	case err != nil:
+		return sel, err
+	case sel.byState:
+		if sel.bound, err = s.confirmedBound(ctx, f, sel.topic, preview); err != nil {
+			return sel, err
+		}
+		sel.span = sel.bound.narrow(sel.span)
+	case !preview:
+		err = sel.keepConfirmed(url.Values(f)[wasField])
+	}
+	return sel, err
+}
+
+// keepConfirmed leaves in the selection the named tasks that are in the
+// state was gives for them (the confirmation's), and moves the others to
+// skipped.
+func (sel *selection) keepConfirmed(was []string) error {
+	if len(was) != len(sel.infos) {
+		return badRequest("%s: %d states for %d tasks: the states the confirmation showed are missing; open the confirmation again",
+			wasField, len(was), len(sel.infos))
+	}
+	kept := sel.infos[:0:0]
+	for i, info := range sel.infos {
+		state, err := taskapi.ParseState(was[i])
+		if err != nil {
+			return badRequest("%s %q: not a state", wasField, was[i])
+		}
+		if info.State == state {
+			kept = append(kept, info)
+		} else {
+			sel.skipped = append(sel.skipped, skipped{info: info, was: state})
+		}
+	}
+	sel.infos = kept
+	return nil
+}
+
+// skippedLines says which named tasks were left as they are, and why.
+func (sel selection) skippedLines() []string {
+	var lines []string
+	for _, sk := range sel.skipped {
+		lines = append(lines, fmt.Sprintf("skipped task %d: it is %s now, not %s as confirmed; it was left as it is.",
+			sk.info.Sequence, sk.info.State, sk.was))
+	}
+	return lines
 }
 
 // selectTasks reads a selection from f: topic, and seq (repeated), or state
@@ -58,9 +126,9 @@ func selectTasks(ctx context.Context, store Store, f form, defaultState *taskapi
 }
 
 // selectFinished reads a selection of tasks in EXPIRED to SUCCEEDED (see
-// selectTasks), for an action (verb: "revived") that takes no others.
-func selectFinished(ctx context.Context, store Store, f form, verb string) (selection, error) {
-	sel, err := selectTasks(ctx, store, f, nil)
+// selectBound), for an action (verb: "revived") that takes no others.
+func (s *Server) selectFinished(ctx context.Context, f form, verb string, preview bool) (selection, error) {
+	sel, err := s.selectBound(ctx, f, nil, preview)
 	if err != nil {
 		return sel, err
 	}
@@ -79,10 +147,14 @@ func (sel selection) values() url.Values {
 			seqs[i] = info.Sequence
 		}
 		v["seq"] = seqValues(seqs)
+		for _, info := range sel.infos {
+			v.Add(wasField, info.State.String())
+		}
 		return v
 	}
 	v.Set("state", sel.state.String())
 	spanValues(v, sel.span)
+	sel.bound.values(v)
 	return v
 }
 
@@ -140,4 +212,21 @@ func (sel selection) mustBe(ok func(taskapi.State) bool, what string) error {
 		return conflict("%s: task %s; nothing was changed", what, strings.Join(wrong, ", task "))
 	}
 	return nil
+}
+
+// readRows reads the tasks of topic with seqs as they are now, in one
+// transaction, as rows in the order of seqs: a result page shows what an
+// action left, not what it was given.
+func readRows(ctx context.Context, store Store, topic string, seqs []int64) ([]taskRow, error) {
+	found, err := store.Lookups(ctx, topic, seqs)
+	if err != nil {
+		return nil, err
+	}
+	infos := make([]taskapi.Info, 0, len(seqs))
+	for _, seq := range seqs {
+		if info, ok := found[seq]; ok {
+			infos = append(infos, info)
+		}
+	}
+	return rowsOf(topic, infos), nil
 }

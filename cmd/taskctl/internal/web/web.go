@@ -53,6 +53,8 @@ type Store interface {
 	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
+	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
+	Now(ctx context.Context) (time.Time, error)
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
 	Roster(ctx context.Context) ([]taskapi.OwnerStatus, error)

@@ -1,0 +1,114 @@
+package conformance
+
+import (
+	"testing"
+	"time"
+
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// testSettled checks taskapi.Settler, which every backend's repository
+// implements: a bulk revival, reassignment or purge bounded by the highest
+// sequence and the time an operator's confirmation saw changes the tasks
+// the confirmation counted and none that were pushed or completed after
+// it; a zero time bounds by the span alone.
+func testSettled[Tx any](t *testing.T, b Backend[Tx]) {
+	all := map[string]func(t *testing.T){}
+
+	all["ReviveLeavesOutLaterTasks"] = func(t *testing.T) {
+		w, c := confirmedThenChanged(t, b)
+		revivals, err := settlerOf(t, w.repo).ReviveSettled(w.ctx, w.db, "t", taskapi.ReviveReset, taskapi.Failed, c.span, c.settled, 100)
+		w.must(err, "ReviveSettled")
+		if len(revivals) != 1 || revivals[0].Previous != c.confirmed {
+			t.Errorf("ReviveSettled revived %v, want only task %d", revivals, c.confirmed.Sequence)
+		}
+		wantLate(w, c)
+	}
+	all["ReassignLeavesOutLaterTasks"] = func(t *testing.T) {
+		w, c := confirmedThenChanged(t, b)
+		n, err := settlerOf(t, w.repo).ReassignSettled(w.ctx, w.db, "t", taskapi.Failed, taskapi.Success, c.span, c.settled)
+		w.must(err, "ReassignSettled")
+		wantN(t, "ReassignSettled", n, 1)
+		w.want("t", c.confirmed.Sequence, taskapi.Succeeded, taskapi.Failed)
+		wantLate(w, c)
+	}
+	all["PurgeLeavesOutLaterTasks"] = func(t *testing.T) {
+		w, c := confirmedThenChanged(t, b)
+		n, err := settlerOf(t, w.repo).PurgeSettled(w.ctx, w.db, "t", c.span, c.settled)
+		w.must(err, "PurgeSettled")
+		wantN(t, "PurgeSettled", n, 1)
+		w.missing("t", c.confirmed.Sequence)
+		wantLate(w, c)
+	}
+	all["PurgeTakesUncompletedTasksWithinTheSpan"] = func(t *testing.T) {
+		w, c := confirmedThenChanged(t, b)
+		n, err := settlerOf(t, w.repo).PurgeSettled(w.ctx, w.db, "t", c.span, c.settled, taskapi.Ready)
+		w.must(err, "PurgeSettled(Ready)")
+		wantN(t, "PurgeSettled(Ready)", n, 1)
+		w.missing("t", c.ready.Sequence)
+		w.want("t", c.pushed.Sequence, taskapi.Ready, taskapi.Ready)
+	}
+	all["ZeroTimeBoundsBySpanAlone"] = func(t *testing.T) {
+		w, c := confirmedThenChanged(t, b)
+		n, err := settlerOf(t, w.repo).ReassignSettled(w.ctx, w.db, "t", taskapi.Failed, taskapi.Success, c.span, time.Time{})
+		w.must(err, "ReassignSettled(zero time)")
+		wantN(t, "ReassignSettled(zero time)", n, 2)
+		w.want("t", c.finished.Sequence, taskapi.Succeeded, taskapi.Failed)
+		w.want("t", c.failed.Sequence, taskapi.Failed, taskapi.Ready)
+	}
+	cases(t, all)
+}
+
+// confirmation is a topic "t" as a confirmation saw it, then changed: confirmed
+// was FAILED then; finished was READY then and FAILED since; ready is
+// READY still; pushed and failed were pushed after the confirmation (failed
+// FAILED since). span and settled are the confirmation's bound.
+type confirmation struct {
+	confirmed, finished, ready, pushed, failed taskapi.Task
+	span                                       taskapi.Range
+	settled                                    time.Time
+}
+
+// confirmedThenChanged builds a confirmation.
+func confirmedThenChanged[Tx any](t *testing.T, b Backend[Tx]) (*world[Tx], confirmation) {
+	t.Helper()
+	w := worldOf(setup(t, b, "t"))
+	var c confirmation
+	c.confirmed = w.task("t", "confirmed", taskapi.Failed)
+	c.finished = w.task("t", "finished", taskapi.Ready)
+	c.ready = w.task("t", "ready", taskapi.Ready)
+	settled, err := clockOf(t, w.repo).Now(w.ctx, w.db)
+	w.must(err, "Now")
+	c.span, c.settled = taskapi.Range{From: taskapi.Inception, To: c.ready.Sequence}, settled
+	time.Sleep(tick) // the completions below come later on any clock's resolution
+	polled := w.poll("t", 1)
+	if len(polled) != 1 || polled[0] != c.finished {
+		t.Fatalf("Poll = %v, want task %d", polled, c.finished.Sequence)
+	}
+	w.complete("t", taskapi.Failure, c.finished)
+	c.pushed = w.pushIDs("t", "pushed")[0]
+	c.failed = w.task("t", "failed", taskapi.Failed)
+	return w, c
+}
+
+// wantLate fails the test unless the tasks completed or pushed after the
+// confirmation are as they were: finished and failed in state, ready and
+// pushed READY.
+func wantLate[Tx any](w *world[Tx], c confirmation) {
+	w.t.Helper()
+	w.want("t", c.finished.Sequence, taskapi.Failed, taskapi.Ready)
+	w.want("t", c.failed.Sequence, taskapi.Failed, taskapi.Ready)
+	w.want("t", c.ready.Sequence, taskapi.Ready, taskapi.Ready)
+	w.want("t", c.pushed.Sequence, taskapi.Ready, taskapi.Ready)
+}
+
+// settlerOf returns repo as a taskapi.Settler, which every backend's
+// repository implements.
+func settlerOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Settler[Tx] {
+	t.Helper()
+	s, ok := repo.(taskapi.Settler[Tx])
+	if !ok {
+		t.Fatalf("%T does not implement taskapi.Settler", repo)
+	}
+	return s
+}
