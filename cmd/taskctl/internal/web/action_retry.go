@@ -75,11 +75,15 @@ func sameStates(f form, sel selection) ([]taskapi.State, error) {
 		"the tasks changed since they were confirmed as "+stateList(in))
 }
 
-// retry revives the tasks of sel in place and defers them until at.
+// retry revives the tasks of sel in place and defers them until at; the
+// tasks skipped as no longer confirmed (selectBound) are named.
 func (s *Server) retry(ctx context.Context, sel selection, at time.Time) (*outcome, error) {
-	revived, err := s.cfg.Store.ReviveTasks(ctx, sel.topic, taskapi.ReviveReset, sel.tasks())
-	if err != nil {
-		return nil, err
+	var revived []taskapi.Revival
+	var err error
+	if len(sel.infos) > 0 {
+		if revived, err = s.cfg.Store.ReviveTasks(ctx, sel.topic, taskapi.ReviveReset, sel.tasks()); err != nil {
+			return nil, err
+		}
 	}
 	tasks := make([]taskapi.Task, len(revived))
 	for i, r := range revived {
@@ -95,5 +99,6 @@ func (s *Server) retry(ctx context.Context, sel selection, at time.Time) (*outco
 	if err != nil {
 		o.Lines = append(o.Lines, fmt.Sprintf("the deferral stopped: %v; the tasks revived are READY.", err))
 	}
+	o.Lines = append(o.Lines, sel.skippedLines()...)
 	return o, nil
 }
