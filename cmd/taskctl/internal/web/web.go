@@ -87,6 +87,12 @@ type Config struct {
 	// stopped, and the page shows a bound from the sampler's last count
 	// instead; the result page after the action says exactly what changed.
 	CountBudget time.Duration
+	// ReadTimeout bounds how long a page (every GET: pages, fragments,
+	// confirmations) may read the database, the wait for a connection
+	// included (default 2s): beyond it the reading is stopped, on
+	// PostgreSQL by the server too, and the page says so (deadline.go).
+	// Actions (POST) are not bound by it.
+	ReadTimeout time.Duration
 	// SessionMaxAge ends a session this long after its login, and
 	// SessionIdle once no page was asked for in it for this long (the
 	// overview's own refreshes do not count); defaults 12h and 1h. They
@@ -107,6 +113,11 @@ const (
 	MinRefresh     = 100 * time.Millisecond
 	// DefaultCountBudget leaves a confirmation page within 200 ms.
 	DefaultCountBudget = 120 * time.Millisecond
+	// DefaultReadTimeout leaves a page that a busy database slows ten
+	// times its usual 200 ms, and stops one that would hold a connection
+	// for longer; MinReadTimeout leaves a page time to read at all.
+	DefaultReadTimeout = 2 * time.Second
+	MinReadTimeout     = 10 * time.Millisecond
 	// DefaultSessionMaxAge and DefaultSessionIdle are a working day, and
 	// an hour away from the dashboard.
 	DefaultSessionMaxAge = 12 * time.Hour
@@ -143,6 +154,9 @@ func New(cfg Config) (*Server, error) {
 	cfg.Refresh = max(cfg.Refresh, MinRefresh)
 	if cfg.CountBudget <= 0 {
 		cfg.CountBudget = DefaultCountBudget
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
