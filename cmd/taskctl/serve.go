@@ -102,6 +102,7 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		return usagef("--pool %d: give at least %d (one connection for the background readings, one for the pages)", f.pool, minServePool)
 	}
 	a.limits = serveLimits(f.pool)
+	cfg.FilteredPages = max(f.pool/4, 1)
 	s, err := a.open(cmd.Context())
 	if err != nil {
 		return err

@@ -129,8 +129,9 @@ const benchCrowd = 30
 
 // benchCrowded asks for the pages of the big topic filtered by each state,
 // benchCrowd at once and over and over, while it times a page of a small
-// topic and the task page, and then how long the crowd's pages took. Each
-// crowd's client is a browser of its own, as many operators' would be.
+// topic and the task page (held to benchLimit), and then how long the
+// crowd's pages took. Each of the crowd is a client of its own, as many
+// operators' would be.
 func benchCrowded(t *testing.T, base string, b *browser) {
 	t.Helper()
 	states := benchStates()
@@ -178,7 +179,10 @@ func benchCrowded(t *testing.T, base string, b *browser) {
 		times = append(times, d)
 	}
 	slices.Sort(times)
-	benchReport(t, fmt.Sprintf("the 30 state pages themselves (%d)", len(times)), times, "")
+	// The crowd's own pages wait their turn at the gate of filtered pages
+	// (FilteredPages at once): reported, not held to benchLimit.
+	fmt.Printf("%-48s %9s %9s %9s  %s\n", fmt.Sprintf("the 30 state pages themselves (%d)", len(times)),
+		ms(times[len(times)/2]), ms(times[len(times)*99/100-1]), ms(times[len(times)-1]), "waited at the gate")
 }
 
 // benchStates are the names of every state.
