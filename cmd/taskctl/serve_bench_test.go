@@ -324,7 +324,11 @@ func fillBench(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("%s: %w", strings.Fields(statement)[0], err)
 		}
 	}
-	_, err = pool.Exec(ctx, `ANALYZE`)
+	// The fixture's updates leave two million dead row versions behind,
+	// which autovacuum clears in its own time, and until then every
+	// index-only read of the big topic visits the table: vacuum them, as
+	// on a database at rest.
+	_, err = pool.Exec(ctx, `VACUUM (ANALYZE)`)
 	return err
 }
 
