@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/partial"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -24,12 +25,18 @@ type filter struct {
 }
 
 // newFilter returns the conditions of a state, reference and identifier
-// filter; an empty one filters nothing.
+// filter; an empty one filters nothing. A filter on states that a partial
+// index holds states the index's predicate too, so that the index serves
+// it (see internal/partial): a page of FAILED tasks reads their entries,
+// not the whole topic.
 func newFilter(states []taskapi.State, reference, identifier string) filter {
 	var f filter
 	if len(states) > 0 {
 		f.sql += " AND state IN (" + marks(len(states)) + ")"
 		f.args = appendArgs(f.args, ordinals(states)...)
+	}
+	if predicate := partial.Predicate(states); predicate != "" {
+		f.sql += " AND " + predicate
 	}
 	if reference != "" {
 		f.sql += " AND reference = ?"
@@ -54,13 +61,18 @@ func (r *Repository) Page(ctx context.Context, db DB, topic string, listing task
 		direction == taskapi.Backward && cursor == taskapi.Inception {
 		return nil, nil
 	}
-	f := newFilter(listing.States, listing.Reference, listing.Identifier)
-	args := append(append([]any{topic, cursor}, f.args...), size)
-	infos, err := queryInfos(ctx, db, r.expand(r.q.page[direction], "{filters}", f.sql), args...)
+	query, args := r.pageStatement(topic, listing, cursor, size, direction)
+	infos, err := queryInfos(ctx, db, query, args...)
 	if err != nil {
 		return nil, wrapf(err, "page tasks of %q", topic)
 	}
 	return infos, nil
+}
+
+// pageStatement returns the statement of a page and its arguments.
+func (r *Repository) pageStatement(topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) (string, []any) {
+	f := newFilter(listing.States, listing.Reference, listing.Identifier)
+	return r.expand(r.q.page[direction], "{filters}", f.sql), append(append([]any{topic, cursor}, f.args...), size)
 }
 
 // Lookup finds the task of topic with sequence.
@@ -114,13 +126,8 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 		return nil, wrapf(err, "count tasks")
 	}
 	counts := batch.Counts(topics)
-	// The candidates: span, topics, reference and identifier; then the states.
-	candidates := newFilter(nil, filter.Reference, filter.Identifier)
-	states := newFilter(filter.States, "", "")
 	err = r.eachChunk(ctx, db, topics, filter.Topic == "", func(db DB, chunk []string) error {
-		within, topicArgs := topicFilter(chunk)
-		query := r.expand(r.q.count[snapshot], "{topicFilter}", within, "{filters}", candidates.sql, "{states}", states.sql)
-		args := append(append(append([]any{span.From, span.To}, topicArgs...), candidates.args...), states.args...)
+		query, args := r.countStatement(snapshot, chunk, filter, span)
 		rows, err := db.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -141,6 +148,24 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 		return nil, wrapf(err, "count tasks")
 	}
 	return counts, nil
+}
+
+// countStatement returns the statement of a count of the topics of chunk
+// (every topic for nil) and its arguments.
+func (r *Repository) countStatement(snapshot taskapi.Snapshot, chunk []string, filter taskapi.Counting, span taskapi.Range) (string, []any) {
+	// The candidates: span, topics, reference and identifier; then the
+	// states. Recent filters the states once it kept the newest task of each
+	// identifier; Total filters them with the candidates, where a partial
+	// index of the states may serve.
+	candidates := newFilter(nil, filter.Reference, filter.Identifier)
+	states := newFilter(filter.States, "", "")
+	if snapshot == taskapi.Total {
+		candidates = newFilter(filter.States, filter.Reference, filter.Identifier)
+		states.sql, states.args = "", nil
+	}
+	within, topicArgs := topicFilter(chunk)
+	query := r.expand(r.q.count[snapshot], "{topicFilter}", within, "{filters}", candidates.sql, "{states}", states.sql)
+	return query, append(append(append([]any{span.From, span.To}, topicArgs...), candidates.args...), states.args...)
 }
 
 // countedTopics returns the registered topics that a topic filter passes:

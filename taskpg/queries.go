@@ -457,8 +457,9 @@ type queries struct {
 	initialize, topics, destroy, truncate, analyze string
 	destroyMarks                                   string
 	purge, purgeBefore, lookup, knownTopics        string
-	page                                           [2]string // by Direction
+	page, pageOne                                  [2]string // by Direction; pageOne filters one state
 	count                                          [2]string // by Snapshot
+	countOne                                       string    // Total, of one state
 	results, resolveFollowing, resolvePreceding    string
 	ready                                          readyQueries
 }
@@ -524,9 +525,13 @@ func newQueries(schema string, exclusive bool) queries {
 	q.purge, q.purgeBefore, q.lookup, q.knownTopics = sub(purge), sub(purgeBefore), sub(lookup), sub(knownTopics)
 	q.page[taskapi.Forward] = v(page, "{beyond}", ">", "{direction}", "ASC")
 	q.page[taskapi.Backward] = v(page, "{beyond}", "<", "{direction}", "DESC")
+	for direction, statement := range q.page {
+		q.pageOne[direction] = strings.Replace(statement, "state = ANY ($3::smallint[])", "state = $3::smallint", 1)
+	}
 	q.count[taskapi.Total] = v(count, "{distinct}", "", "{distinctOrder}", "")
 	q.count[taskapi.Recent] = v(count, "{distinct}", "DISTINCT ON (topic, identifier)",
 		"{distinctOrder}", "ORDER BY topic, identifier, sequence DESC")
+	q.countOne = strings.Replace(q.count[taskapi.Total], "state = ANY ($6::smallint[])", "state = $6::smallint", 1)
 	q.results, q.resolveFollowing, q.resolvePreceding = sub(results), sub(resolveFollowing), sub(resolvePreceding)
 	q.ready = newReadyQueries(sub)
 	return q

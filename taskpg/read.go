@@ -40,18 +40,31 @@ func (r *Repository) Page(ctx context.Context, db DB, topic string, listing task
 		direction == taskapi.Backward && cursor == taskapi.Inception {
 		return nil, nil
 	}
-	var rows pgx.Rows
-	if readyOnly(listing.States) {
-		rows, _ = query(ctx, db, r.q.ready.page[direction], topic, cursor, listing.Reference, listing.Identifier, size)
-	} else {
-		rows, _ = query(ctx, db, r.q.page[direction], topic, cursor, stateFilter(listing.States),
-			listing.Reference, listing.Identifier, size)
-	}
+	sql, args := r.pageStatement(topic, listing, cursor, size, direction)
+	rows, _ := query(ctx, db, sql, args...)
 	infos, err := pgx.CollectRows(rows, scanInfo)
 	if err != nil {
 		return nil, wrapf(err, "page tasks of %q", topic)
 	}
 	return infos, nil
+}
+
+// pageStatement returns the statement of a page and its arguments. READY
+// alone reads its two indexes (ready.go). Any other single state is an
+// equality, which PostgreSQL plans for the value: the partial index that
+// holds the state, if one does (task_rare, task_active), serves it, and
+// task_rare, whose key has the state before the sequence, yields the
+// state's tasks in sequence order, so that a page of FAILED tasks reads a
+// page of entries. (A list of states, even of one, yields them unordered
+// from that index, to be sorted.)
+func (r *Repository) pageStatement(topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) (string, []any) {
+	switch {
+	case readyOnly(listing.States):
+		return r.q.ready.page[direction], []any{topic, cursor, listing.Reference, listing.Identifier, size}
+	case len(listing.States) == 1:
+		return r.q.pageOne[direction], []any{topic, cursor, int16(listing.States[0]), listing.Reference, listing.Identifier, size}
+	}
+	return r.q.page[direction], []any{topic, cursor, stateFilter(listing.States), listing.Reference, listing.Identifier, size}
 }
 
 // Lookup finds the task of topic with sequence.
@@ -115,13 +128,8 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 		count, bound int64
 	)
 	err = readChunks(ctx, db, topics, func(db DB, chunk []string) error {
-		var rows pgx.Rows
-		if snapshot == taskapi.Total && readyOnly(filter.States) {
-			rows, _ = query(ctx, db, r.q.ready.count, chunk, span.From, span.To, filter.Reference, filter.Identifier)
-		} else {
-			rows, _ = query(ctx, db, r.q.count[snapshot], chunk, span.From, span.To,
-				filter.Reference, filter.Identifier, stateFilter(filter.States))
-		}
+		sql, args := r.countStatement(snapshot, chunk, filter, span)
+		rows, _ := query(ctx, db, sql, args...)
 		_, err := pgx.ForEachRow(rows, []any{&topic, &state, &count, &bound}, func() error {
 			counts[topic][taskapi.State(state)] = taskapi.Summary{Count: count, Bound: bound}
 			return nil
@@ -132,6 +140,20 @@ func (r *Repository) Count(ctx context.Context, db DB, snapshot taskapi.Snapshot
 		return nil, wrapf(err, "count tasks")
 	}
 	return counts, nil
+}
+
+// countStatement returns the statement of a count of the topics of chunk
+// and its arguments: READY alone counts its two indexes (ready.go), and a
+// single state of every task is an equality, as in pageStatement, that the
+// partial index holding the state serves.
+func (r *Repository) countStatement(snapshot taskapi.Snapshot, chunk []string, filter taskapi.Counting, span taskapi.Range) (string, []any) {
+	switch {
+	case snapshot == taskapi.Total && readyOnly(filter.States):
+		return r.q.ready.count, []any{chunk, span.From, span.To, filter.Reference, filter.Identifier}
+	case snapshot == taskapi.Total && len(filter.States) == 1:
+		return r.q.countOne, []any{chunk, span.From, span.To, filter.Reference, filter.Identifier, int16(filter.States[0])}
+	}
+	return r.q.count[snapshot], []any{chunk, span.From, span.To, filter.Reference, filter.Identifier, stateFilter(filter.States)}
 }
 
 // countedTopics returns the registered topics that a topic filter passes:

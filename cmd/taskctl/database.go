@@ -35,6 +35,15 @@ type target struct {
 	dsn     string // what the driver opens
 	file    string // SQLite: the database file
 	shown   string // the URL as the user may see it: no password
+	limits
+}
+
+// limits are how a command uses its connections: the zero value leaves the
+// drivers' defaults (pgxpool: as many as the host has cores, at least 4;
+// database/sql: no bound).
+type limits struct {
+	pool        int    // the most connections open at once
+	application string // PostgreSQL: the application_name, unless the URL names one
 }
 
 // parseTarget parses a database URL; an empty one names defaultFile.
@@ -137,7 +146,7 @@ func connect(ctx context.Context, t target, create bool) (*connection, error) {
 	c := &connection{target: t}
 	var err error
 	if t.dialect == migrations.Postgres {
-		if c.pool, err = pgxpool.New(ctx, t.dsn); err == nil {
+		if c.pool, err = openPool(ctx, t); err == nil {
 			c.db = stdlib.OpenDBFromPool(c.pool)
 		}
 	} else {
@@ -145,7 +154,10 @@ func connect(ctx context.Context, t target, create bool) (*connection, error) {
 		if t.dialect == migrations.MySQL {
 			driver = "mysql"
 		}
-		c.db, err = sql.Open(driver, t.dsn)
+		if c.db, err = sql.Open(driver, t.dsn); err == nil && t.pool > 0 {
+			c.db.SetMaxOpenConns(t.pool)
+			c.db.SetMaxIdleConns(t.pool)
+		}
 	}
 	if err == nil {
 		pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
@@ -160,6 +172,21 @@ func connect(ctx context.Context, t target, create bool) (*connection, error) {
 		return nil, unreachable(fmt.Errorf("cannot reach %s: %v", t.shown, redactErr(err, t.dsn)))
 	}
 	return c, nil
+}
+
+// openPool opens a pgx pool on t, with t's limits.
+func openPool(ctx context.Context, t target) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(t.dsn)
+	if err != nil {
+		return nil, err
+	}
+	if t.pool > 0 {
+		cfg.MaxConns = int32(t.pool)
+	}
+	if _, named := cfg.ConnConfig.RuntimeParams["application_name"]; !named && t.application != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = t.application
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
 func (c *connection) close() {

@@ -24,6 +24,7 @@ type app struct {
 	json           bool   // --json
 	store          store  // opened by open, closed when the run ends
 	started        bool   // a command's own code ran: later errors are not usage errors
+	limits                // of the connections: serve bounds its pool (--pool)
 }
 
 // run runs taskctl with args and returns its exit code. Errors are printed

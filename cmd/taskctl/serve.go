@@ -27,9 +27,26 @@ const minTokenLength = 16
 type serveFlags struct {
 	listen, tokenFile, expiry, refresh string
 	sessionMaxAge, sessionIdle         string
+	readTimeout                        string
+	pool                               int
 	hosts                              []string
 	readOnly                           bool
 }
+
+// serveApplicationName is the application_name of the dashboard's
+// connections to PostgreSQL (unless the URL names one): what
+// pg_stat_activity shows of them.
+const serveApplicationName = "taskctl serve"
+
+// minServePool is the smallest pool serve takes: one connection for the
+// background readings of the figures, one at least for the pages.
+const minServePool = 2
+
+// defaultServePool bounds the dashboard's connections whatever the host's
+// cores (pgxpool's own default follows them): a few pages and the
+// background readings at once, and every other page waits its turn within
+// its read timeout rather than taking a connection of the database's.
+const defaultServePool = 8
 
 func (a *app) serveCommand() *cobra.Command {
 	var f serveFlags
@@ -50,8 +67,10 @@ for on the loopback address too. Without a token it answers only to the
 host names localhost, 127.0.0.1 and [::1] and those given with --host,
 so that no page under another name that resolves to this machine reads
 or acts on it (DNS rebinding); with a token, only once --host is given.
---read-only serves the pages without any action. Put it behind a
-reverse proxy for TLS. Ctrl-C stops it.`,
+--read-only serves the pages without any action. Every page's reading
+of the database ends after --read-timeout (the server stops its
+statements too), and the dashboard opens at most --pool connections.
+Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
 		Example: `  taskctl serve                                # http://127.0.0.1:8080/
   taskctl serve --read-only --refresh 10s
   openssl rand -hex 32 > token && taskctl serve --listen :8080 --token-file token`,
@@ -66,6 +85,8 @@ reverse proxy for TLS. Ctrl-C stops it.`,
 	c.Flags().StringVar(&f.refresh, "refresh", web.DefaultRefresh.String(), "how often the figures are read and the overview refreshes")
 	c.Flags().StringVar(&f.sessionMaxAge, "session-max-age", web.DefaultSessionMaxAge.String(), "with a token, a session ends this long after its login")
 	c.Flags().StringVar(&f.sessionIdle, "session-idle", web.DefaultSessionIdle.String(), "with a token, a session ends once no page was asked for in it for this long")
+	c.Flags().StringVar(&f.readTimeout, "read-timeout", web.DefaultReadTimeout.String(), "a page whose reading of the database takes longer is stopped, and says so (the wait for a connection included)")
+	c.Flags().IntVar(&f.pool, "pool", defaultServePool, "the most connections to the database the dashboard opens at once")
 	return c
 }
 
@@ -77,6 +98,11 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	if err := checkExposure(f.listen, cfg.Token); err != nil {
 		return err
 	}
+	if f.pool < minServePool {
+		return usagef("--pool %d: give at least %d (one connection for the background readings, one for the pages)", f.pool, minServePool)
+	}
+	a.limits = serveLimits(f.pool)
+	cfg.FilteredPages = max(f.pool/4, 1)
 	s, err := a.open(cmd.Context())
 	if err != nil {
 		return err
@@ -98,6 +124,12 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	a.printf("serving %s at %s\n", s.Shown(), shown)
 	return srv.Serve(cmd.Context(), ln)
+}
+
+// serveLimits are the limits of the dashboard's connections: at most pool
+// of them, named serveApplicationName.
+func serveLimits(pool int) limits {
+	return limits{pool: pool, application: serveApplicationName}
 }
 
 // shownAddress is the URL of the dashboard as the user gave its address,
@@ -143,6 +175,7 @@ func (f serveFlags) durations(cfg *web.Config) error {
 	}{
 		{"--expiry", f.expiry, &cfg.Expiry, 0}, {"--refresh", f.refresh, &cfg.Refresh, web.MinRefresh},
 		{"--session-max-age", f.sessionMaxAge, &cfg.SessionMaxAge, 0}, {"--session-idle", f.sessionIdle, &cfg.SessionIdle, 0},
+		{"--read-timeout", f.readTimeout, &cfg.ReadTimeout, web.MinReadTimeout},
 	} {
 		var err error
 		if *d.to, err = parseDuration(d.flag, d.value); err != nil {

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,10 +34,14 @@ const (
 // with 1,000,000 tasks in one topic and 1,000 topics, and prints p50 and
 // p99 per page, and how the page counted (a results window from memory or
 // in the database, a confirmation exactly or as a bound). It first waits
-// for the dashboard to count the last 24 hours (its backfill). It runs only with TASKCTL_DASHBOARD_BENCH=1 (filling the
-// database takes minutes); TASKCTL_DASHBOARD_BENCH_URL names a database to
-// fill, or to reuse when it is filled already. It reports times and never
-// fails on them.
+// for the dashboard to count the last 24 hours (its backfill). Then it
+// times an unrelated page while benchCrowd pages filtered by state are
+// asked for at once, over and over (benchCrowded). It runs only with
+// TASKCTL_DASHBOARD_BENCH=1 (filling the database takes minutes);
+// TASKCTL_DASHBOARD_BENCH_URL names a database to fill, or to reuse when
+// it is filled already (it is migrated first). It fails when a page's p99
+// is benchLimit or more: a benchmark on a machine of its own, not a
+// functional test.
 func TestDashboardAtScale(t *testing.T) {
 	if os.Getenv("TASKCTL_DASHBOARD_BENCH") != "1" {
 		t.Skip("TASKCTL_DASHBOARD_BENCH=1 runs the dashboard's benchmark at 1,000,000 tasks")
@@ -50,6 +56,7 @@ func TestDashboardAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	must(t, database, "migrate")
 	start := time.Now()
 	if err := fillBench(ctx, pool); err != nil {
 		t.Fatal(err)
@@ -62,33 +69,129 @@ func TestDashboardAtScale(t *testing.T) {
 		return strings.Contains(b.page("/results?since=24h"), fromMemory)
 	})
 	t.Logf("the dashboard had counted the last 24 hours after %s", time.Since(started).Round(time.Second))
-	rounds := 30
 	fmt.Printf("%-48s %9s %9s %9s  %s\n", "page", "p50", "p99", "max", "how")
 	for _, p := range benchPages() {
 		began := time.Now()
 		first := b.get(p.path) // warms the server's and the database's caches
-		times := []time.Duration{time.Since(began)}
 		counted := ""
 		if reloads(first.body) { // a window counted in the background: the time until its figures are there
 			b.settled(p.path)
 			counted = fmt.Sprintf(", in the background, in %s", ms(time.Since(began)))
 		}
 		var r reply
-		for range rounds {
-			began := time.Now()
-			r = b.get(p.path)
-			times = append(times, time.Since(began))
-			if r.status != http.StatusOK {
+		times := timed(benchRounds, func() {
+			if r = b.get(p.path); r.status != http.StatusOK {
 				t.Fatalf("%s: %d\n%s", p.path, r.status, r.body)
 			}
-		}
-		slices.Sort(times)
-		fmt.Printf("%-48s %9s %9s %9s  %s%s\n", p.name, ms(times[len(times)/2]), ms(times[len(times)*99/100]), ms(times[len(times)-1]), how(r.body), counted)
+		})
+		benchReport(t, p.name, times, how(r.body)+counted)
 	}
+	benchCrowded(t, d.url, b)
 	for range 3 { // the last readings, some seconds apart
 		fmt.Println(readingTimes.FindString(b.page("/")))
 		time.Sleep(10 * time.Second)
 	}
+}
+
+// benchRounds is how many times each page is asked for; benchLimit the
+// p99 each must stay under.
+const (
+	benchRounds = 100
+	benchLimit  = 200 * time.Millisecond
+)
+
+// timed runs fn rounds times and returns how long each run took, sorted.
+func timed(rounds int, fn func()) []time.Duration {
+	times := make([]time.Duration, rounds)
+	for i := range times {
+		began := time.Now()
+		fn()
+		times[i] = time.Since(began)
+	}
+	slices.Sort(times)
+	return times
+}
+
+// benchReport prints p50, p99 and the maximum of sorted times, and fails t
+// when the p99 is benchLimit or more.
+func benchReport(t *testing.T, name string, times []time.Duration, how string) {
+	t.Helper()
+	p99 := times[len(times)*99/100-1]
+	fmt.Printf("%-48s %9s %9s %9s  %s\n", name, ms(times[len(times)/2]), ms(p99), ms(times[len(times)-1]), how)
+	if p99 >= benchLimit {
+		t.Errorf("%s: p99 %s, want under %s", name, ms(p99), ms(benchLimit))
+	}
+}
+
+// benchCrowd is how many pages filtered by state are asked for at once
+// while benchCrowded times an unrelated page.
+const benchCrowd = 30
+
+// benchCrowded asks for the pages of the big topic filtered by each state,
+// benchCrowd at once and over and over, while it times a page of a small
+// topic and the task page (held to benchLimit), and then how long the
+// crowd's pages took. Each of the crowd is a client of its own, as many
+// operators' would be.
+func benchCrowded(t *testing.T, base string, b *browser) {
+	t.Helper()
+	states := benchStates()
+	stop := make(chan struct{})
+	crowd := make(chan time.Duration, 100_000)
+	var wg sync.WaitGroup
+	for i := range benchCrowd {
+		wg.Go(func() {
+			client := http.Client{Timeout: time.Minute}
+			for k := i; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				began := time.Now()
+				resp, err := client.Get(base + "/topic?topic=" + benchBig + "&state=" + states[k%len(states)])
+				if err != nil {
+					t.Errorf("a crowded page: %v", err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("a crowded page answered %d", resp.StatusCode)
+				}
+				crowd <- time.Since(began)
+			}
+		})
+	}
+	time.Sleep(time.Second) // the crowd is at it
+	for _, p := range []benchPage{{"topic (20 tasks), 30 state pages at once", "/topic?topic=bench.t0500"},
+		{"task, 30 state pages at once", "/task?topic=" + benchBig + "&seq=500000"}} {
+		benchReport(t, p.name, timed(benchRounds, func() {
+			if r := b.get(p.path); r.status != http.StatusOK {
+				t.Errorf("%s: %d", p.path, r.status)
+			}
+		}), "")
+	}
+	close(stop)
+	wg.Wait()
+	close(crowd)
+	var times []time.Duration
+	for d := range crowd {
+		times = append(times, d)
+	}
+	slices.Sort(times)
+	// The crowd's own pages wait their turn at the gate of filtered pages
+	// (FilteredPages at once): reported, not held to benchLimit.
+	fmt.Printf("%-48s %9s %9s %9s  %s\n", fmt.Sprintf("the 30 state pages themselves (%d)", len(times)),
+		ms(times[len(times)/2]), ms(times[len(times)*99/100-1]), ms(times[len(times)-1]), "waited at the gate")
+}
+
+// benchStates are the names of every state.
+func benchStates() []string {
+	var names []string
+	for s := taskapi.Active; s <= taskapi.Redundant; s++ {
+		names = append(names, s.String())
+	}
+	return names
 }
 
 // how says how a page counted: a results window from memory or in the
@@ -132,7 +235,7 @@ type benchPage struct{ name, path string }
 // filter and cursor, and the confirmations that count.
 func benchPages() []benchPage {
 	big := "/topic?topic=" + benchBig
-	return []benchPage{
+	return append([]benchPage{
 		{"overview", "/"},
 		{"overview, filtered", "/?q=bench.t09"},
 		{"overview, live fragment", "/live"},
@@ -140,16 +243,13 @@ func benchPages() []benchPage {
 		{"topic (1M), last page", big + "&last=1"},
 		{"topic (1M), forward from the middle", big + "&after=500000"},
 		{"topic (1M), backward from the middle", big + "&before=500000"},
-		{"topic (1M), state FAILED", big + "&state=FAILED"},
-		{"topic (1M), state READY", big + "&state=READY"},
-		{"topic (1M), state EXPIRED (rare)", big + "&state=EXPIRED"},
-		{"topic (1M), state ACTIVE (rare)", big + "&state=ACTIVE"},
-		{"topic (1M), state FAILED, last page", big + "&state=FAILED&last=1"},
+		{"topic (1M), FAILED and SUSPENDED", big + "&state=FAILED&state=SUSPENDED"},
 		{"topic (1M), identifier", big + "&identifier=order-0123456"},
 		{"topic (1M), reference", big + "&reference=customer-42"},
 		{"topic (1M), time window", big + "&since=360h&until=336h"},
 		{"topic (1M), time window, last page", big + "&since=360h&until=336h&last=1"},
 		{"topic (20 tasks)", "/topic?topic=bench.t0500"},
+		{"topic (20 tasks), state FAILED", "/topic?topic=bench.t0500&state=FAILED"},
 		{"task", "/task?topic=" + benchBig + "&seq=500000"},
 		{"owners", "/owners"},
 		{"results, last hour (memory)", "/results"},
@@ -163,7 +263,20 @@ func benchPages() []benchPage {
 		{"confirm purge older than 7 days", "/action/purge?topic=" + benchBig + "&older=168h"},
 		{"confirm pause", "/action/activation?topic=" + benchBig + "&to=PAUSED"},
 		{"confirm expire", "/action/expire"},
+	}, benchStatePages(big)...)
+}
+
+// benchStatePages are the pages of the topic at path filtered by each
+// state: the newest, the oldest, and from the middle.
+func benchStatePages(path string) []benchPage {
+	var pages []benchPage
+	for _, state := range benchStates() {
+		pages = append(pages,
+			benchPage{"topic (1M), state " + state, path + "&state=" + state},
+			benchPage{"topic (1M), state " + state + ", last page", path + "&state=" + state + "&last=1"},
+			benchPage{"topic (1M), state " + state + ", from the middle", path + "&state=" + state + "&before=500000"})
 	}
+	return pages
 }
 
 // fillBench fills the database unless it holds the benchmark's tasks
@@ -211,7 +324,11 @@ func fillBench(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("%s: %w", strings.Fields(statement)[0], err)
 		}
 	}
-	_, err = pool.Exec(ctx, `ANALYZE`)
+	// The fixture's updates leave two million dead row versions behind,
+	// which autovacuum clears in its own time, and until then every
+	// index-only read of the big topic visits the table: vacuum them, as
+	// on a database at rest.
+	_, err = pool.Exec(ctx, `VACUUM (ANALYZE)`)
 	return err
 }
 

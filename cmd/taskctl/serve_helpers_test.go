@@ -28,7 +28,14 @@ type dashboard struct {
 // the test ends, and fails the test if the server does not stop cleanly.
 func startDashboard(t testing.TB, database string, cfg web.Config) *dashboard {
 	t.Helper()
-	a := &app{database: database, stdout: io.Discard, stderr: io.Discard}
+	return startDashboardPool(t, database, cfg, defaultServePool)
+}
+
+// startDashboardPool is startDashboard with at most pool connections, as
+// 'taskctl serve --pool' opens them.
+func startDashboardPool(t testing.TB, database string, cfg web.Config, pool int) *dashboard {
+	t.Helper()
+	a := &app{database: database, stdout: io.Discard, stderr: io.Discard, limits: serveLimits(pool)}
 	s, err := a.open(t.Context())
 	if err != nil {
 		t.Fatalf("open %s: %v", database, err)

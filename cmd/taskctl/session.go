@@ -70,6 +70,7 @@ func (a *app) connect(ctx context.Context, create bool) (store, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.limits = a.limits
 	c, err := connect(ctx, t, create)
 	if err != nil {
 		return nil, err

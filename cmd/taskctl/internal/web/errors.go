@@ -64,6 +64,7 @@ type errorData struct {
 
 // fail answers with the error page of err.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	err = s.timedOut(w, r, err)
 	status, msg := statusOf(err)
 	if status >= 500 {
 		s.log.Printf("%s %s: %v", r.Method, r.URL.Path, err)

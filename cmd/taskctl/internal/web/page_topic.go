@@ -49,6 +49,13 @@ type listQuery struct {
 	limit                 int
 }
 
+// filtered reports whether q filters by state or by a window of creation
+// times: the reads that wait at the gate of such pages (gate.go).
+// Identifiers and references are found by index probes of their own.
+func (q listQuery) filtered() bool {
+	return len(q.states) > 0 || !q.since.IsZero() || !q.until.IsZero()
+}
+
 // parseList reads a listQuery from f at now.
 func parseList(ctx context.Context, store Store, f form, now time.Time) (q listQuery, err error) {
 	if q.topic, err = f.topic(ctx, store, "topic"); err != nil {
@@ -226,6 +233,14 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	if q.filtered() {
+		leave, err := s.filtered.enter(ctx)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		defer leave()
 	}
 	infos, more, err := q.read(ctx, s.cfg.Store)
 	if err != nil {

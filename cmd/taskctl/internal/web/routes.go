@@ -43,7 +43,7 @@ func (s *Server) routes() http.Handler {
 	root.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	root.HandleFunc("GET /login", s.loginPage)
 	root.HandleFunc("POST /login", s.login)
-	root.Handle("/", s.authenticate(s.checkCSRF(app)))
+	root.Handle("/", s.authenticate(s.checkCSRF(s.withDeadline(app))))
 
 	cross := http.NewCrossOriginProtection()
 	cross.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

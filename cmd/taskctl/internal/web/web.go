@@ -97,6 +97,17 @@ type Config struct {
 	// stopped, and the page shows a bound from the sampler's last count
 	// instead; the result page after the action says exactly what changed.
 	CountBudget time.Duration
+	// ReadTimeout bounds how long a page (every GET: pages, fragments,
+	// confirmations) may read the database, the wait for a connection
+	// included (default 2s): beyond it the reading is stopped, on
+	// PostgreSQL by the server too, and the page says so (deadline.go).
+	// Actions (POST) are not bound by it.
+	ReadTimeout time.Duration
+	// FilteredPages bounds how many pages filtered by state or by a time
+	// window read the database at once (default 2; gate.go): the others
+	// wait their turn within ReadTimeout, so that they never take the
+	// whole pool from the other pages.
+	FilteredPages int
 	// SessionMaxAge ends a session this long after its login, and
 	// SessionIdle once no page was asked for in it for this long (the
 	// overview's own refreshes do not count); defaults 12h and 1h. They
@@ -117,6 +128,13 @@ const (
 	MinRefresh     = 100 * time.Millisecond
 	// DefaultCountBudget leaves a confirmation page within 200 ms.
 	DefaultCountBudget = 120 * time.Millisecond
+	// DefaultReadTimeout leaves a page that a busy database slows ten
+	// times its usual 200 ms, and stops one that would hold a connection
+	// for longer; MinReadTimeout leaves a page time to read at all.
+	DefaultReadTimeout = 2 * time.Second
+	MinReadTimeout     = 10 * time.Millisecond
+	// DefaultFilteredPages is a quarter of taskctl serve's default pool.
+	DefaultFilteredPages = 2
 	// DefaultSessionMaxAge and DefaultSessionIdle are a working day, and
 	// an hour away from the dashboard.
 	DefaultSessionMaxAge = 12 * time.Hour
@@ -134,6 +152,7 @@ type Server struct {
 	throttle *throttle // of wrong tokens
 	sampler  *sampler
 	counts   *dbCounts // results windows counted in the database (counting.go)
+	filtered gate      // of the pages filtered by state or time window
 	views    views
 	handler  http.Handler
 	log      *log.Logger
@@ -153,6 +172,12 @@ func New(cfg Config) (*Server, error) {
 	cfg.Refresh = max(cfg.Refresh, MinRefresh)
 	if cfg.CountBudget <= 0 {
 		cfg.CountBudget = DefaultCountBudget
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.FilteredPages <= 0 {
+		cfg.FilteredPages = DefaultFilteredPages
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -176,6 +201,7 @@ func New(cfg Config) (*Server, error) {
 	s.throttle = newThrottle(cfg.Now)
 	s.sampler = newSampler(cfg.Store, cfg.Refresh, cfg.Expiry, s.log)
 	s.counts = newDBCounts(cfg.Store)
+	s.filtered = newGate(cfg.FilteredPages)
 	s.handler = s.routes()
 	return s, nil
 }
