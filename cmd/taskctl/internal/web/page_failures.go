@@ -4,15 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 )
-
-// readDeadline bounds the reads of the failures and search pages: past
-// it, a page says what it could not read rather than keep a connection
-// of the pool busy.
-const readDeadline = 2 * time.Second
 
 // maxFailureReads bounds the reads of the failures page (each of a chunk
 // of one state of one topic, a millisecond or two): past it, the page
@@ -52,9 +46,11 @@ type groupActions struct {
 // failuresPage lists the FAILED and SUSPENDED tasks of every topic (or
 // of topic), the newest first, with the last error of each, grouped by
 // error text, each group with its actions.
+//
+// It reads within the page's read timeout (deadline.go), and as a page
+// filtered by state: through the gate of such pages (gate.go).
 func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), readDeadline)
-	defer cancel()
+	ctx := r.Context()
 	f := form(r.URL.Query())
 	d := failuresData{Limit: maxFailures, ReadOnly: s.cfg.ReadOnly}
 	err := s.failureTopic(ctx, f, &d)
@@ -65,9 +61,15 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	leave, err := s.filtered.enter(ctx)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer leave()
 	failures, cut, err := readFailures(ctx, s.cfg.Store, d.Topic, d.States, maxFailures, maxFailureReads)
 	if err != nil {
-		s.fail(w, r, deadlineError(ctx, err, "the failures"))
+		s.fail(w, r, err)
 		return
 	}
 	d.Read, d.Cut = int64(len(failures)), cut
@@ -126,14 +128,4 @@ func stateNames(states []taskapi.State) []string {
 		names[i] = st.String()
 	}
 	return names
-}
-
-// deadlineError turns the error of a read that ran out of its deadline
-// into a 503 that says so; what names what was read.
-func deadlineError(ctx context.Context, err error, what string) error {
-	if ctx.Err() == context.DeadlineExceeded {
-		return &httpError{status: http.StatusServiceUnavailable,
-			msg: "reading " + what + " took longer than " + readDeadline.String() + ": it was stopped; narrow it to one topic, or try again"}
-	}
-	return err
 }

@@ -43,9 +43,10 @@ type foundTopic struct {
 // searchPage finds tasks by a prefix of their identifier or reference, in
 // one topic or every one, and by a field of their input in one topic, the
 // newest first, and offers actions on all it found.
+//
+// It reads within the page's read timeout (deadline.go).
 func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), readDeadline)
-	defer cancel()
+	ctx := r.Context()
 	f := form(r.URL.Query())
 	d := searchData{Topic: f.text("topic"), Identifier: url.Values(f).Get("identifier"), Reference: url.Values(f).Get("reference"),
 		Field: f.text("field"), Value: url.Values(f).Get("value"), Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
@@ -62,7 +63,7 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if d.Asked = q != nil; d.Asked {
 		if err := s.search(ctx, q, &d); err != nil {
-			s.fail(w, r, deadlineError(ctx, err, "the search"))
+			s.fail(w, r, err)
 			return
 		}
 	}
