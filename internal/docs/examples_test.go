@@ -1,0 +1,218 @@
+package docs_test
+
+// The functions below hold the Go code blocks of README.md and docs/*.md,
+// each as it is written there, with what it needs declared around it.
+// They are compiled, not run: TestGoBlocksCompile checks that every block
+// is found here. Change a block in both places.
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // pure Go, no cgo
+
+	"github.com/taskrepo/taskrepo/migrations"
+	"github.com/taskrepo/taskrepo/taskansi"
+	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
+	"github.com/taskrepo/taskrepo/taskproc"
+)
+
+// Placeholders of the caller's own code that the blocks call.
+var (
+	sendInvoice = func(ctx context.Context, input string) error { return nil }
+	process     = func(task taskapi.Task) taskapi.Decision { return taskapi.Decision{Result: taskapi.Success} }
+	ownerName   = func() string { return "worker-1" }
+	parseAll    = func(ctx context.Context, tasks []taskapi.Task, s *taskproc.Supplement) (taskproc.Outcomes, error) {
+		return nil, nil
+	}
+	chargeOne = func(ctx context.Context, task taskapi.Task, s *taskproc.Supplement) (taskproc.Outcome, error) {
+		return taskproc.Outcome{}, nil
+	}
+	notifyOne = chargeOne
+)
+
+func readmeSetup(ctx context.Context, databaseURL string) error {
+	pool, err := pgxpool.New(ctx, databaseURL)
+	// Bring the schema up to date; safe to run from every process at start-up.
+	err = migrations.Up(ctx, stdlib.OpenDBFromPool(pool), migrations.Postgres)
+
+	repo, err := taskpg.New("billing-worker-1") // one owner, one Repository value per process
+	_, err = repo.Register(ctx, pool)           // then Heartbeat every few seconds
+	_, err = repo.Initialize(ctx, pool, "invoices")
+	return err
+}
+
+func readmeProduce(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, orderID string, total int, payload, customerID string) error {
+	tx, err := pool.Begin(ctx)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, "INSERT INTO orders (id, total) VALUES ($1, $2)", orderID, total)
+	_, err = repo.Push(ctx, tx, "invoices", taskapi.Append,
+		taskapi.Creation{Identifier: orderID, Input: payload, Reference: customerID})
+	err = tx.Commit(ctx)
+	return err
+}
+
+// main is README's whole consumer service.
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	host, _ := os.Hostname()
+	repo, err := taskpg.New("billing-" + host) // one owner per process
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := taskproc.New(repo, taskpg.Transact(pool)) // registers and heartbeats the owner
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Each task in a transaction of its own: the row it writes commits with
+	// its result, exactly once, even when connections break under it.
+	err = client.Handle("invoices", taskproc.ParallelTx(8, func(ctx context.Context, tx taskpg.DB, task taskapi.Task) (taskapi.Decision, error) {
+		if _, err := tx.Exec(ctx, "INSERT INTO invoices_sent (order_id) VALUES ($1)", task.Identifier); err != nil {
+			return taskapi.Decision{}, err // rolled back; the task fails (return taskproc.Transient(err) to retry it)
+		}
+		return taskapi.Decision{Result: taskapi.Success}, sendInvoice(ctx, task.Input) // an error fails the task, and rolls the row back
+	}), taskproc.WithSize(100), taskproc.WithCondition(taskapi.SingularByIdentifier))
+	if err == nil {
+		err = client.Start(ctx)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	<-ctx.Done() // SIGTERM: polling stops, the batches in flight finish
+	shutdown, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := client.Stop(shutdown); err != nil { // after 30 s: interrupted tasks go back to Ready
+		log.Print(err)
+	}
+}
+
+func readmeByHand(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository) error {
+	tasks, err := repo.Poll(ctx, pool, "invoices", 100, taskapi.SingularByIdentifier)
+	done := make([]taskapi.Completion, len(tasks))
+	for i, task := range tasks {
+		done[i] = taskapi.Completion{Task: task, Decision: process(task)}
+	}
+	err = repo.Complete(ctx, pool, "invoices", done...)
+	return err
+}
+
+func readmeOperator(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository) error {
+	// Every completed, recreated or redundant task created a week ago or earlier.
+	purged, err := repo.PurgeBefore(ctx, pool, "invoices", time.Now().Add(-7*24*time.Hour))
+	// Tasks of consumers silent for a minute become Expired; revive them as new tasks.
+	expired, err := repo.Expire(ctx, pool, time.Minute)
+	revived, err := repo.Revive(ctx, pool, "invoices", taskapi.ReviveAppend, taskapi.Expired, taskapi.Unbounded, 1000)
+	counts, err := repo.Count(ctx, pool, taskapi.Total, taskapi.Counting{}, taskapi.Unbounded)
+	_, _, _, _ = purged, expired, revived, counts
+	return err
+}
+
+func backendsSQLite(ctx context.Context, orderID string) error {
+	db, err := sql.Open("sqlite", "file:tasks.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	err = migrations.Up(ctx, db, migrations.SQLite)
+	repo, err := taskansi.New(taskansi.SQLite, "worker-1") // or taskansi.Postgres, taskansi.MySQL
+	_, err = repo.Register(ctx, db)
+	tx, err := db.BeginTx(ctx, nil)
+	_, err = repo.Push(ctx, tx, "invoices", taskapi.Append, taskapi.Creation{Identifier: orderID})
+	err = tx.Commit()
+	return err
+}
+
+func backendsPostgres(ctx context.Context) (*taskansi.Repository, error) {
+	db, err := sql.Open("pgx", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	err = migrations.Up(ctx, db, migrations.Postgres)
+	repo, err := taskansi.New(taskansi.Postgres, "worker-1")
+	return repo, err
+}
+
+func backendsPgBouncer() (*sql.DB, error) {
+	db, err := sql.Open("pgx", "postgres://…/tasks?default_query_exec_mode=exec")
+	return db, err
+}
+
+func backendsSQLiteOpen(ctx context.Context) (*taskansi.Repository, error) {
+	db, err := sql.Open("sqlite", "file:tasks.db?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	err = migrations.Up(ctx, db, migrations.SQLite)
+	repo, err := taskansi.New(taskansi.SQLite, "worker-1")
+	return repo, err
+}
+
+func backendsMySQL(ctx context.Context) (*taskansi.Repository, error) {
+	db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/tasks?parseTime=true")
+	err = migrations.Up(ctx, db, migrations.MySQL)
+	repo, err := taskansi.New(taskansi.MySQL, "worker-1")
+	return repo, err
+}
+
+func manyProcessesClient(pool *pgxpool.Pool) (*taskproc.Client[taskpg.DB], error) {
+	repo, err := taskpg.New(ownerName()) // host and pid, say: unique per process
+	client, err := taskproc.New(repo, taskpg.Transact(pool),
+		taskproc.WithNotifier(taskpg.NewNotifier(pool)), // wake-ups, activation at once
+		taskproc.WithPause(5*time.Second),               // polling is now only the fallback
+		taskproc.WithRevival(),                          // crashed work resumes by itself
+		taskproc.WithSuccessor(func(previous string) (taskproc.Repository[taskpg.DB], error) {
+			return taskpg.New(taskproc.NextOwner(previous))
+		}),
+	)
+	return client, err
+}
+
+func modelStateError(err error) {
+	var stale *taskapi.StateError
+	if errors.As(err, &stale) {
+		// stale.Sequences are not Active and owned by this owner any more
+	}
+}
+
+func processingComposite() (taskproc.Handler, error) {
+	amounts := taskproc.NewKey[map[string]int]("amounts")
+	steps := taskproc.NewComposite[taskpg.DB]().
+		Deduplicate(taskproc.KeepNewest).   // older tasks of an identifier in the batch end Filter
+		Step("parse", parseAll).            // func(ctx, tasks, supplement) (taskproc.Outcomes, error)
+		Each("charge", chargeOne, "parse"). // func(ctx, task, supplement) (taskproc.Outcome, error)
+		Each("notify", notifyOne, "parse"). // runs beside "charge"
+		Context(func(ctx context.Context, tx taskpg.DB, c *taskproc.Completing) error {
+			for _, task := range c.Tasks() { // pushed only for tasks that end Success
+				if err := c.PushTagged(task, "receipts", taskapi.Append, taskapi.Creation{Identifier: task.Identifier}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	handler, err := steps.Handler() // an unknown dependency or a name used twice is an error here
+	_ = amounts
+	return handler, err
+}
+
+func processingRetry() {
+	taskproc.WithRetry(taskproc.RetryPolicy{
+		MaxAttempts: 25,
+		Backoff:     func(attempt int) time.Duration { return time.Duration(attempt*attempt) * time.Second },
+	})
+}
+
+func processingSchedule(berlin *time.Location) {
+	taskproc.WithSchedule(taskproc.Schedule{
+		Name: "nightly-report",
+		Cron: "0 2 * * *", Location: berlin, // or Every: 10 * time.Minute
+		Task:    taskapi.Creation{Identifier: "report", Input: `{"kind":"daily"}`},
+		CatchUp: 0, // the default: after downtime, only the current period
+	})
+}
