@@ -33,7 +33,10 @@
 //     transactions of your own that write. Under load, give a process one
 //     connection (db.SetMaxOpenConns(1)): its writers then queue in the
 //     pool, in turn, where SQLite's busy handler lets newcomers overtake
-//     the writers that sleep.
+//     the writers that sleep. The transactions that a call begins itself
+//     on a *sql.DB of SQLite take turns within the process, first come
+//     first served, so that calls given the pool wait for each other, not
+//     for busy_timeout.
 //   - MySQL: github.com/go-sql-driver/mysql on MySQL 8 or MariaDB 10.6 and
 //     newer, with FOR UPDATE SKIP LOCKED. Names are VARBINARY columns
 //     (compared byte by byte); conditional polls and pushes of identifiers

@@ -135,6 +135,13 @@ func (r *Repository) unit(ctx context.Context, db DB, fn func(tx DB) error, letG
 	if !ok {
 		return r.inSavepoint(ctx, db, fn, letGo)
 	}
+	if pool, ok := b.(*sql.DB); ok && r.dialect.name == "sqlite" {
+		pass, err := takeTurn(ctx, pool) // turns.go
+		if err != nil {
+			return err
+		}
+		defer pass()
+	}
 	tx, err := b.BeginTx(ctx, &sql.TxOptions{Isolation: r.dialect.isolation})
 	if err != nil {
 		return err

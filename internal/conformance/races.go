@@ -76,18 +76,26 @@ func testRaces[Tx any](t *testing.T, b Backend[Tx]) {
 			mu      sync.Mutex
 			holders = map[string]int{}
 		)
+		var done completions
 		r.run(func(g int, repo taskapi.Repository[Tx]) error {
 			order := []taskapi.Order{taskapi.FIFO, taskapi.LIFO}[g%2]
 			for r.pending() {
+				next := done.next() // before the poll: a completion after it wakes the wait below
 				tasks, err := repo.Poll(r.ctx, r.db, "t", 5, taskapi.SingularByIdentifier, order)
 				if err != nil {
 					return err
 				}
 				if len(tasks) == 0 {
-					// Every free identifier is held: wait a moment, as a
-					// consumer pauses, rather than spin on the write lock
-					// (a poll takes it on SQLite) while the holders complete.
-					time.Sleep(time.Millisecond)
+					// Every free identifier is held: wait until a holder
+					// completes, as a consumer woken by a notification
+					// would, rather than poll again and again for the write
+					// lock (a poll takes it on SQLite) that the holders
+					// need to complete.
+					select {
+					case <-next:
+					case <-time.After(100 * time.Millisecond):
+					case <-r.ctx.Done():
+					}
 					continue
 				}
 				mu.Lock()
@@ -112,6 +120,7 @@ func testRaces[Tx any](t *testing.T, b Backend[Tx]) {
 				if err := repo.Complete(r.ctx, r.db, "t", r.decide(tasks)...); err != nil {
 					return err
 				}
+				done.happened()
 			}
 			return nil
 		})
@@ -446,5 +455,32 @@ func (r *race[Tx]) wantAllDone() {
 		if want := resultOf(info.Sequence).State(); info.State != want {
 			r.t.Errorf("task %d is %v, want %v", info.Sequence, info.State, want)
 		}
+	}
+}
+
+// completions lets goroutines wait for the next completion of a race: the
+// channel that next returns is closed by the first happened after it.
+type completions struct {
+	mu  sync.Mutex
+	now chan struct{}
+}
+
+// next returns a channel closed at the next completion.
+func (c *completions) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now == nil {
+		c.now = make(chan struct{})
+	}
+	return c.now
+}
+
+// happened tells the waiters that a completion committed.
+func (c *completions) happened() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.now != nil {
+		close(c.now)
+		c.now = nil
 	}
 }
