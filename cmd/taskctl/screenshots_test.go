@@ -26,6 +26,8 @@ func TestDashboardScreenshots(t *testing.T) {
 	}
 	db := postgresURL(t)
 	must(t, db, "demo", "--tasks", "200")
+	must(t, db, "topic", "pause", "demo.later") // an entry of the audit log
+	must(t, db, "topic", "resume", "demo.later")
 	ctx, stop := context.WithCancel(context.Background())
 	demo := exec.CommandContext(ctx, binary, "demo", "--tasks", "40000", "--duration", "40s", "--consumers", "3")
 	demo.Env = append(os.Environ(), "TASKREPO_DATABASE_URL="+db)
@@ -43,6 +45,9 @@ func TestDashboardScreenshots(t *testing.T) {
 		{"dashboard-topic.png", "/topic?topic=demo.orders&state=FAILED"},
 		{"dashboard-owners.png", "/owners"},
 		{"dashboard-results.png", "/results"},
+		{"dashboard-failures.png", "/failures"},
+		{"dashboard-search.png", "/search?topic=demo.orders&identifier=orders-0001"},
+		{"dashboard-audit.png", "/audit"},
 	}
 	for _, s := range shots {
 		b.open(base + s.path)
