@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"testing"
 
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskansi"
 	"github.com/taskrepo/taskrepo/taskapi"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/taskrepo/taskrepo/internal/conformance"
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/conformance"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskpg"
 )

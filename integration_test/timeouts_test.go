@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/taskrepo/taskrepo/internal/conformance"
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/conformance"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/migrations"
 	"github.com/taskrepo/taskrepo/taskansi"
 	"github.com/taskrepo/taskrepo/taskapi"

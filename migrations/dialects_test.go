@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"testing"
 
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/migrations"
 )
 

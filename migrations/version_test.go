@@ -10,7 +10,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/migrations"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskpg"
 	"github.com/taskrepo/taskrepo/taskproc"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 )
 
 // binary is the taskctl built for the tests, as a user builds it.

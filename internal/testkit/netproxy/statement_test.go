@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskrepo/taskrepo/internal/netproxy"
+	"github.com/taskrepo/taskrepo/internal/testkit/netproxy"
 )
 
 // patience bounds each run of a code path, and the wait for the server to

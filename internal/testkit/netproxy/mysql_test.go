@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/taskrepo/taskrepo/internal/netproxy"
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/netproxy"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 )
 
 // myRig is a MySQL or MariaDB database with a table probe, reached

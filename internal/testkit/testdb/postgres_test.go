@@ -3,7 +3,7 @@ package testdb_test
 import (
 	"testing"
 
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 )
 
 // TestPostgresGivesMigratedIsolatedDatabases checks that two calls of

@@ -9,7 +9,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
 
-	"github.com/taskrepo/taskrepo/internal/netproxy"
+	"github.com/taskrepo/taskrepo/internal/testkit/netproxy"
 )
 
 // TestMain fails the package when a goroutine outlives its tests: Close

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/taskrepo/taskrepo/internal/netproxy"
-	"github.com/taskrepo/taskrepo/internal/testdb"
+	"github.com/taskrepo/taskrepo/internal/testkit/netproxy"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 )
 
 // pgRig is a PostgreSQL database with a table probe, reached directly and
