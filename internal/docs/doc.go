@@ -1,5 +1,8 @@
 // Package docs holds no code: its tests keep the documentation true. Every
 // Go code block of README.md and docs/*.md is found, line for line, in a
 // function of examples_test.go, which the Go compiler checks with the
-// rest of the tests, so that no block drifts from the API.
+// rest of the tests, so that no block drifts from the API; every SQL
+// block runs on a migrated database of the test's own (PostgreSQL, or
+// MySQL for the MySQL grants), so that none names a table, column or
+// function the schema lacks.
 package docs
