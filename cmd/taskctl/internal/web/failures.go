@@ -47,11 +47,7 @@ type failure struct {
 //
 // After maxReads reads it stops: what it returns is still the newest
 // failures, fewer of them, and cut says so.
-func readFailures(ctx context.Context, store Store, only string, states []taskapi.State, limit, maxReads int) (out []failure, cut bool, err error) {
-	counts, err := store.Count(ctx, taskapi.Total, taskapi.Counting{Topic: only, States: states}, taskapi.Unbounded)
-	if err != nil {
-		return nil, false, err
-	}
+func readFailures(ctx context.Context, store Store, counts map[string]map[taskapi.State]taskapi.Summary, states []taskapi.State, limit, maxReads int) (out []failure, cut bool, err error) {
 	heads := failureHeads(counts, states, limit)
 	err = store.Pages(ctx, func(p ops.Pager) error {
 		for len(out) < limit {
