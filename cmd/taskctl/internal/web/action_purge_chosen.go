@@ -25,16 +25,9 @@ func (s *Server) planPurgeChosen(ctx context.Context, f form, preview bool) (*pl
 	if err != nil {
 		return nil, err
 	}
-	in, err := f.states("in")
+	in, err := confirmedStates(f, sel)
 	if err != nil {
 		return nil, err
-	}
-	if len(in) == 0 {
-		for _, info := range sel.infos {
-			in = append(in, info.State)
-		}
-		slices.Sort(in)
-		in = slices.Compact(in)
 	}
 	for _, st := range in {
 		if !slices.Contains(ops.PurgedStates, st) {

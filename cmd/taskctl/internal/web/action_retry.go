@@ -60,16 +60,9 @@ func (s *Server) planRetry(ctx context.Context, f form, preview bool) (*plan, er
 // a task in another state (finished again, or revived, since the
 // confirmation) is a conflict that changes nothing.
 func sameStates(f form, sel selection) ([]taskapi.State, error) {
-	in, err := f.states("in")
+	in, err := confirmedStates(f, sel)
 	if err != nil {
 		return nil, err
-	}
-	if len(in) == 0 {
-		for _, info := range sel.infos {
-			in = append(in, info.State)
-		}
-		slices.Sort(in)
-		in = slices.Compact(in)
 	}
 	return in, sel.mustBe(func(st taskapi.State) bool { return slices.Contains(in, st) },
 		"the tasks changed since they were confirmed as "+stateList(in))
@@ -101,4 +94,18 @@ func (s *Server) retry(ctx context.Context, sel selection, at time.Time) (*outco
 	}
 	o.Lines = append(o.Lines, sel.skippedLines()...)
 	return o, nil
+}
+
+// confirmedStates returns the states named by in (repeated), sent back by
+// a confirmation, else those the tasks of sel are in now.
+func confirmedStates(f form, sel selection) ([]taskapi.State, error) {
+	in, err := f.states("in")
+	if err != nil || len(in) > 0 {
+		return in, err
+	}
+	for _, info := range sel.infos {
+		in = append(in, info.State)
+	}
+	slices.Sort(in)
+	return slices.Compact(in), nil
 }
