@@ -47,11 +47,8 @@ func (r *Repository) record(ctx context.Context, db DB, entry *taskapi.AuditEntr
 // AuditLog returns up to limit entries of the audit log with an ID below
 // before (every entry for zero), newest first.
 func (r *Repository) AuditLog(ctx context.Context, db DB, before int64, limit int) ([]taskapi.AuditEntry, error) {
-	if err := check.AuditPage(before, limit); err != nil {
+	if run, err := check.AuditPage(before, limit); !run {
 		return nil, wrapf(err, "read the audit log")
-	}
-	if limit < 1 {
-		return nil, nil
 	}
 	rows, err := db.QueryContext(ctx, r.auditSQL(auditlog.Page), auditlog.Cursor(before), limit)
 	if err != nil {

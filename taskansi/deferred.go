@@ -20,11 +20,8 @@ import (
 // taskapi.ErrStateMismatch, names those that are not, and nothing changes.
 // No tasks is a no-op, whatever the topic.
 func (r *Repository) Defer(ctx context.Context, db DB, topic string, until time.Time, tasks ...taskapi.Task) error {
-	if err := check.Defer(topic, until); err != nil {
+	if run, err := check.Defer(topic, until, tasks); !run {
 		return wrapf(err, "defer tasks of %q", topic)
-	}
-	if len(tasks) == 0 {
-		return nil
 	}
 	err := r.setNamed(ctx, db, topic, tasks, r.q.deferLock, []any{topic}, taskapi.ErrStateMismatch, r.q.deferSet, []any{nullableTime(until), topic})
 	if err != nil {

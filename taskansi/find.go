@@ -14,11 +14,8 @@ var _ taskapi.Finder[DB] = (*Repository)(nil)
 // Find lists up to size tasks of topic whose identifier and reference
 // begin with the prefixes of search, newest first from below cursor.
 func (r *Repository) Find(ctx context.Context, db DB, topic string, search taskapi.Search, cursor int64, size int) ([]taskapi.Info, error) {
-	if err := check.Find(topic, search); err != nil {
+	if run, err := check.Find(topic, search, cursor, size); !run {
 		return nil, wrapf(err, "find tasks of %q", topic)
-	}
-	if size < 1 || cursor <= taskapi.Inception {
-		return nil, nil
 	}
 	// The page backward, with a LIKE and an exact comparison of the start
 	// per prefix given: LIKE lets the database narrow by pattern, the

@@ -23,12 +23,9 @@ import (
 // dialect's lock on the topic (see the package documentation). A poll
 // under a term first makes sure of the term (see pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	p, err := check.Poll(r.owner, topic, opts)
-	if err != nil {
+	p, run, err := check.Poll(r.owner, topic, size, opts)
+	if !run {
 		return nil, wrapf(err, "poll %q", topic)
-	}
-	if size < 1 {
-		return nil, nil
 	}
 	var tasks []taskapi.Task
 	err = r.retrying(ctx, db, func(db DB) error {
@@ -176,11 +173,8 @@ func queryTasks(ctx context.Context, db DB, query string, args ...any) ([]taskap
 // owner; otherwise the error, a *taskapi.StateError, names the tasks that
 // are not.
 func (r *Repository) Complete(ctx context.Context, db DB, topic string, completions ...taskapi.Completion) error {
-	if err := check.Completions(topic, completions); err != nil {
+	if run, err := check.Completions(topic, completions); !run {
 		return wrapf(err, "complete tasks of %q", topic)
-	}
-	if len(completions) == 0 {
-		return nil
 	}
 	runs, _ := batch.Decisions(completions)
 	err := r.retrying(ctx, db, func(db DB) error {

@@ -52,14 +52,8 @@ func newFilter(states []taskapi.State, reference, identifier string) filter {
 // Page lists up to size tasks of topic matching listing, walking from cursor
 // in direction.
 func (r *Repository) Page(ctx context.Context, db DB, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
-	err := check.Page(topic, listing, direction)
-	if err != nil {
+	if run, err := check.Page(topic, listing, cursor, size, direction); !run {
 		return nil, wrapf(err, "page tasks of %q", topic)
-	}
-	if size < 1 || cursor < taskapi.Inception ||
-		direction == taskapi.Forward && cursor == taskapi.MaxSequence ||
-		direction == taskapi.Backward && cursor == taskapi.Inception {
-		return nil, nil
 	}
 	query, args := r.pageStatement(topic, listing, cursor, size, direction)
 	infos, err := queryInfos(ctx, db, query, args...)
@@ -281,7 +275,7 @@ func (r *Repository) resolve(ctx context.Context, db DB, topics []string, all bo
 // last one created at or before t. It is taskapi.PageAt, which Go cannot
 // instantiate from a *sql.DB, reading the one topic.
 func (r *Repository) PageAt(ctx context.Context, db DB, topic string, listing taskapi.Listing, t time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
-	if err := check.Page(topic, listing, direction); err != nil {
+	if run, err := check.PageAt(topic, listing, size, direction); !run {
 		return nil, wrapf(err, "page tasks of %q at %v", topic, t.UTC())
 	}
 	at, err := r.resolve(ctx, db, []string{topic}, false, t, direction == taskapi.Backward)

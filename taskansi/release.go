@@ -12,11 +12,8 @@ import (
 // Release makes Active tasks of this owner Ready again, as if they had not
 // been polled, in a transaction of its own: all of them or none.
 func (r *Repository) Release(ctx context.Context, db DB, topic string, tasks ...taskapi.Task) error {
-	if err := check.Topic(topic); err != nil {
+	if run, err := check.Release(topic, tasks); !run {
 		return wrapf(err, "release tasks of %q", topic)
-	}
-	if len(tasks) == 0 {
-		return nil
 	}
 	if err := r.setNamed(ctx, db, topic, tasks, r.q.completeLock, []any{topic, r.owner}, taskapi.ErrNotActive, r.q.releaseSet, []any{topic}); err != nil {
 		return wrapf(err, "release tasks of %q", topic)

@@ -23,15 +23,11 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 // ReviveSettled is Revive of the tasks completed at or before settled (a
 // zero settled: all), for taskapi.Settler.
 func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
-	err := check.Revive(topic, how, state)
-	if err != nil {
+	if run, err := check.Revive(topic, how, state, span, size); !run {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
-	if size < 1 || span.Empty() {
-		return nil, nil
-	}
 	var revivals []taskapi.Revival
-	err = r.retrying(ctx, db, func(db DB) error {
+	err := r.retrying(ctx, db, func(db DB) error {
 		points := r.pointLocks(db)
 		return r.atomic(ctx, db, func(tx DB) error {
 			old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, settledParameter(settled), size)
@@ -51,17 +47,13 @@ func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how
 // ReviveTasks revives the given tasks, each of which must be in Expired to
 // Succeeded; otherwise nothing changes.
 func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error) {
-	err := check.ReviveTasks(topic, how)
-	if err != nil {
+	if run, err := check.ReviveTasks(topic, how, tasks); !run {
 		return nil, wrapf(err, "revive tasks of %q", topic)
-	}
-	if len(tasks) == 0 {
-		return nil, nil
 	}
 	position, sequences := batch.Positions(tasks)
 	ranges := seqrange.Ranges(sequences)
 	var revivals []taskapi.Revival
-	err = r.retrying(ctx, db, func(db DB) error {
+	err := r.retrying(ctx, db, func(db DB) error {
 		points := r.pointLocks(db)
 		return r.atomic(ctx, db, func(tx DB) error {
 			var old []revived
@@ -163,11 +155,8 @@ func queryRevived(ctx context.Context, db DB, query string, args ...any) ([]revi
 // locks the named tasks and writes only when every one is in Expired to
 // Succeeded.
 func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
-	if err := check.Assignments(topic, assignments); err != nil {
+	if run, err := check.Assignments(topic, assignments); !run {
 		return wrapf(err, "reassign tasks of %q", topic)
-	}
-	if len(assignments) == 0 {
-		return nil
 	}
 	runs, _ := batch.Assignments(assignments)
 	err := r.retrying(ctx, db, func(db DB) error {
@@ -211,12 +200,8 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 // ReassignSettled is ReassignAll of the tasks completed at or before
 // settled (a zero settled: all), for taskapi.Settler.
 func (r *Repository) ReassignSettled(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
-	err := check.ReassignAll(topic, from, to)
-	if err != nil {
+	if run, err := check.ReassignAll(topic, from, to, span); !run {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
-	}
-	if from == to.State() || span.Empty() {
-		return 0, nil
 	}
 	n, err := r.written(ctx, db, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To, settledParameter(settled))...)
 	if err != nil {

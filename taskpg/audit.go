@@ -39,11 +39,8 @@ func (r *Repository) Record(ctx context.Context, db DB, entry taskapi.AuditEntry
 // AuditLog returns up to limit entries of the audit log with an ID below
 // before (every entry for zero), newest first.
 func (r *Repository) AuditLog(ctx context.Context, db DB, before int64, limit int) ([]taskapi.AuditEntry, error) {
-	if err := check.AuditPage(before, limit); err != nil {
+	if run, err := check.AuditPage(before, limit); !run {
 		return nil, wrapf(err, "read the audit log")
-	}
-	if limit < 1 {
-		return nil, nil
 	}
 	rows, _ := db.Query(ctx, r.auditSQL(auditlog.Page), auditlog.Cursor(before), limit)
 	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (taskapi.AuditEntry, error) {

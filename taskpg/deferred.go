@@ -21,11 +21,8 @@ import (
 // task is Ready in topic; otherwise nothing changes and the error, a
 // *taskapi.StateError with ErrStateMismatch, names the tasks that are not.
 func (r *Repository) Defer(ctx context.Context, db DB, topic string, until time.Time, tasks ...taskapi.Task) error {
-	if err := check.Defer(topic, until); err != nil {
+	if run, err := check.Defer(topic, until, tasks); !run {
 		return wrapf(err, "defer tasks of %q", topic)
-	}
-	if len(tasks) == 0 {
-		return nil
 	}
 	_, sequences := batch.Positions(tasks)
 	los, his := bounds(sequences)

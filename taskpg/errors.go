@@ -50,8 +50,12 @@ func classify(err error) error {
 
 // wrapf wraps err, mapped by mapError, with the package name and a
 // description of the call. Text arguments are shortened (check.Short), so
-// that a message never repeats a huge argument in full.
+// that a message never repeats a huge argument in full. A nil err stays
+// nil, so that a method returns wrapf(err, …) whatever err is.
 func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
 	for i, arg := range args {
 		if s, ok := arg.(string); ok {
 			args[i] = check.Short(s)

@@ -89,11 +89,8 @@ func (r *Repository) Lead(ctx context.Context, db DB, topic string, ttl time.Dur
 // still current: this owner's, with the same number, and not over. It
 // reports false, with the zero Term, otherwise.
 func (r *Repository) Renew(ctx context.Context, db DB, term taskapi.Term, ttl time.Duration) (taskapi.Term, bool, error) {
-	if err := check.Lease(term.Topic, ttl); err != nil {
+	if run, err := check.Renew(r.owner, term, ttl); !run {
 		return taskapi.Term{}, false, wrapf(err, "renew term %d of %q", term.Number, term.Topic)
-	}
-	if term.Owner != r.owner {
-		return taskapi.Term{}, false, nil
 	}
 	t, err := retrying(ctx, db, func() (t tenure, err error) {
 		err = sealed(ctx, db, func(db DB) (err error) {
@@ -112,11 +109,8 @@ func (r *Repository) Renew(ctx context.Context, db DB, term taskapi.Term, ttl ti
 // Concede ends term at once if it is still current, so that another owner
 // may lead; otherwise it does nothing.
 func (r *Repository) Concede(ctx context.Context, db DB, term taskapi.Term) error {
-	if err := check.Topic(term.Topic); err != nil {
+	if run, err := check.Concede(r.owner, term); !run {
 		return wrapf(err, "concede term %d of %q", term.Number, term.Topic)
-	}
-	if term.Owner != r.owner {
-		return nil
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		_, err := exec(ctx, db, r.fleetSQL(concedeTerm), term.Topic, r.owner, term.Number)

@@ -20,12 +20,9 @@ import (
 // poll under a term claims only while the term is current, in the same
 // statement (see pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
-	p, err := check.Poll(r.owner, topic, opts)
-	if err != nil {
+	p, run, err := check.Poll(r.owner, topic, size, opts)
+	if !run {
 		return nil, wrapf(err, "poll %q", topic)
-	}
-	if size < 1 {
-		return nil, nil
 	}
 	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
 		tasks, err := r.poll(ctx, db, topic, size, p)
@@ -101,11 +98,8 @@ func (r *Repository) mustExist(ctx context.Context, db DB) error {
 // task is Active and owned by this owner; otherwise the error, a
 // *taskapi.StateError, names the tasks that are not.
 func (r *Repository) Complete(ctx context.Context, db DB, topic string, completions ...taskapi.Completion) error {
-	if err := check.Completions(topic, completions); err != nil {
+	if run, err := check.Completions(topic, completions); !run {
 		return wrapf(err, "complete tasks of %q", topic)
-	}
-	if len(completions) == 0 {
-		return nil
 	}
 	los, his, states, outputs, named := completeArgs(completions)
 	_, err := retrying(ctx, db, func() (struct{}, error) {

@@ -22,11 +22,8 @@ import (
 // notification is delivered when the push commits, and not at all when it
 // rolls back.
 func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations ...taskapi.Creation) ([]taskapi.Task, error) {
-	if err := check.Push(topic, insertion, creations); err != nil {
+	if run, err := check.Push(topic, insertion, creations); !run {
 		return nil, wrapf(err, "push to %q", topic)
-	}
-	if len(creations) == 0 {
-		return nil, nil
 	}
 	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
 		return r.insert(ctx, db, topic, insertion, creations, nil)

@@ -31,14 +31,8 @@ func stateFilter(states []taskapi.State) []int16 {
 // Page lists up to size tasks of topic matching listing, walking from cursor
 // in direction.
 func (r *Repository) Page(ctx context.Context, db DB, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
-	err := check.Page(topic, listing, direction)
-	if err != nil {
+	if run, err := check.Page(topic, listing, cursor, size, direction); !run {
 		return nil, wrapf(err, "page tasks of %q", topic)
-	}
-	if size < 1 || cursor < taskapi.Inception ||
-		direction == taskapi.Forward && cursor == taskapi.MaxSequence ||
-		direction == taskapi.Backward && cursor == taskapi.Inception {
-		return nil, nil
 	}
 	sql, args := r.pageStatement(topic, listing, cursor, size, direction)
 	rows, _ := query(ctx, db, sql, args...)
@@ -251,7 +245,7 @@ func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t tim
 		return 0, wrapf(err, "purge tasks of %q before %v", topic, t.UTC())
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
-		return exec(ctx, db, r.q.purgeBefore, topic, timestamp(t), ordinals(defaultPurged))
+		return exec(ctx, db, r.q.purgeBefore, topic, timestamp(t), ordinals(check.DefaultPurged))
 	})
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q before %v", topic, t.UTC())
@@ -264,7 +258,7 @@ func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t tim
 // last one created at or before t. It is taskapi.PageAt, which Go cannot
 // instantiate from a pool, reading the one topic.
 func (r *Repository) PageAt(ctx context.Context, db DB, topic string, listing taskapi.Listing, t time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error) {
-	if err := check.Page(topic, listing, direction); err != nil {
+	if run, err := check.PageAt(topic, listing, size, direction); !run {
 		return nil, wrapf(err, "page tasks of %q at %v", topic, t.UTC())
 	}
 	preceding := direction == taskapi.Backward

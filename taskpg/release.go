@@ -13,11 +13,8 @@ import (
 // Release makes Active tasks of this owner Ready again, as if they had not
 // been polled, in one statement that changes them all or none.
 func (r *Repository) Release(ctx context.Context, db DB, topic string, tasks ...taskapi.Task) error {
-	if err := check.Topic(topic); err != nil {
+	if run, err := check.Release(topic, tasks); !run {
 		return wrapf(err, "release tasks of %q", topic)
-	}
-	if len(tasks) == 0 {
-		return nil
 	}
 	_, sequences := batch.Positions(tasks)
 	los, his := bounds(sequences)

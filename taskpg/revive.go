@@ -27,12 +27,8 @@ func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskap
 // ReviveSettled is Revive of the tasks completed at or before settled (a
 // zero settled: all), for taskapi.Settler.
 func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
-	err := check.Revive(topic, how, state)
-	if err != nil {
+	if run, err := check.Revive(topic, how, state, span, size); !run {
 		return nil, wrapf(err, "revive tasks of %q", topic)
-	}
-	if size < 1 || span.Empty() {
-		return nil, nil
 	}
 	query := r.q.reviveSpanRecreate
 	if how == taskapi.ReviveReset {
@@ -54,12 +50,8 @@ func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how
 // ReviveTasks revives the given tasks, each of which must be in Expired to
 // Succeeded; otherwise nothing changes.
 func (r *Repository) ReviveTasks(ctx context.Context, db DB, topic string, how taskapi.Revivification, tasks ...taskapi.Task) ([]taskapi.Revival, error) {
-	err := check.ReviveTasks(topic, how)
-	if err != nil {
+	if run, err := check.ReviveTasks(topic, how, tasks); !run {
 		return nil, wrapf(err, "revive tasks of %q", topic)
-	}
-	if len(tasks) == 0 {
-		return nil, nil
 	}
 	position, sequences := batch.Positions(tasks)
 	los, his := bounds(sequences)
@@ -173,11 +165,8 @@ func pairs(old []revived, current []taskapi.Task) []taskapi.Revival {
 // the assignment's when that is not empty, in one statement that writes
 // only when every task is in Expired to Succeeded.
 func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignments ...taskapi.Assignment) error {
-	if err := check.Assignments(topic, assignments); err != nil {
+	if run, err := check.Assignments(topic, assignments); !run {
 		return wrapf(err, "reassign tasks of %q", topic)
-	}
-	if len(assignments) == 0 {
-		return nil
 	}
 	runs, named := batch.Assignments(assignments)
 	los, his, states, outputs := make([]int64, len(runs)), make([]int64, len(runs)), make([]int16, len(runs)), make([]string, len(runs))
@@ -211,12 +200,8 @@ func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from 
 // ReassignSettled is ReassignAll of the tasks completed at or before
 // settled (a zero settled: all), for taskapi.Settler.
 func (r *Repository) ReassignSettled(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
-	err := check.ReassignAll(topic, from, to)
-	if err != nil {
+	if run, err := check.ReassignAll(topic, from, to, span); !run {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
-	}
-	if from == to.State() || span.Empty() {
-		return 0, nil
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
 		return exec(ctx, db, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()), timeParameter(settled))

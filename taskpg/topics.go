@@ -77,12 +77,6 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 	return nil
 }
 
-// defaultPurged are the states Purge deletes when given none: Failed to
-// Redundant.
-var defaultPurged = []taskapi.State{
-	taskapi.Failed, taskapi.Suspended, taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant,
-}
-
 // Purge deletes the tasks of topic within span in the given states (Failed to
 // Redundant when none are given) and returns how many.
 func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskapi.Range, states ...taskapi.State) (int64, error) {
@@ -92,18 +86,9 @@ func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskap
 // PurgeSettled is Purge of the tasks completed at or before settled (a
 // zero settled: all), for taskapi.Settler.
 func (r *Repository) PurgeSettled(ctx context.Context, db DB, topic string, span taskapi.Range, settled time.Time, states ...taskapi.State) (int64, error) {
-	err := check.Topic(topic)
-	if err == nil {
-		err = check.States(states, nil)
-	}
-	if err != nil {
+	states, run, err := check.Purge(topic, span, states)
+	if !run {
 		return 0, wrapf(err, "purge tasks of %q", topic)
-	}
-	if len(states) == 0 {
-		states = defaultPurged
-	}
-	if span.Empty() {
-		return 0, nil
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
 		return exec(ctx, db, r.q.purge, topic, span.From, span.To, ordinals(states), timeParameter(settled))

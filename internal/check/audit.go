@@ -45,14 +45,15 @@ func jsonObject(text string) bool {
 	return strings.HasPrefix(strings.TrimSpace(text), "{") && json.Unmarshal([]byte(text), &v) == nil
 }
 
-// AuditPage checks the arguments of a read of the audit log: a cursor
-// that is not negative and at most taskapi.MaxAuditPage entries.
-func AuditPage(before int64, limit int) error {
+// AuditPage checks the arguments of a read of the audit log — a cursor
+// that is not negative and at most taskapi.MaxAuditPage entries — and
+// reports whether limit asks for an entry.
+func AuditPage(before int64, limit int) (bool, error) {
 	if before < 0 {
-		return fmt.Errorf("audit cursor %d is negative: %w", before, taskapi.ErrInvalidArgument)
+		return false, fmt.Errorf("audit cursor %d is negative: %w", before, taskapi.ErrInvalidArgument)
 	}
 	if limit > taskapi.MaxAuditPage {
-		return fmt.Errorf("audit page of %d entries is over the limit of %d: %w", limit, taskapi.MaxAuditPage, taskapi.ErrInvalidArgument)
+		return false, fmt.Errorf("audit page of %d entries is over the limit of %d: %w", limit, taskapi.MaxAuditPage, taskapi.ErrInvalidArgument)
 	}
-	return nil
+	return limit > 0, nil
 }

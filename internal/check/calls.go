@@ -7,22 +7,36 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// The arguments of whole calls, checked in one place so that every
-// implementation rejects the same input with the same error.
+// The preambles of the repository's methods, written once: each checks
+// the arguments of a whole call, so that every backend rejects the same
+// input with the same error, and reports whether the call has anything to
+// do (run), so that every backend answers an empty call — no tasks, a size
+// below one, an empty span — the same way, without a round trip. A call
+// with an error has nothing to do: a backend's method starts
+//
+//	run, err := check.Push(topic, insertion, creations)
+//	if !run {
+//		return nil, wrapf(err, "push to %q", topic) // nil for nil
+//	}
+//
+// and keeps only its SQL.
 
-// Poll checks the arguments of Poll of the repository of owner and
-// resolves its options (see pollOptions): a Term must be of topic and
-// owner.
-func Poll(owner, topic string, opts []taskapi.PollOption) (Polling, error) {
+// ran pairs a verdict with whether the call, when valid, has work.
+func ran(work bool, err error) (bool, error) { return err == nil && work, err }
+
+// Poll checks the arguments of Poll of the repository of owner, resolves
+// its options (see pollOptions) and reports whether size asks for a task:
+// a Term must be of topic and owner.
+func Poll(owner, topic string, size int, opts []taskapi.PollOption) (Polling, bool, error) {
 	p, err := polling(topic, opts)
 	if err == nil && p.Term != nil && p.Term.Owner != owner {
 		err = fmt.Errorf("term %d of %q is led by %q, not by this repository's owner %q: %w",
 			p.Term.Number, Short(topic), Short(p.Term.Owner), Short(owner), taskapi.ErrInvalidArgument)
 	}
 	if err != nil {
-		return Polling{}, err
+		return Polling{}, false, err
 	}
-	return p, nil
+	return p, size > 0, nil
 }
 
 // polling checks Poll's topic and options, a Term's topic among them.
@@ -38,50 +52,97 @@ func polling(topic string, opts []taskapi.PollOption) (Polling, error) {
 	return p, err
 }
 
-// Defer checks the arguments of Defer other than the tasks.
-func Defer(topic string, until time.Time) error {
-	if err := Topic(topic); err != nil {
-		return err
+// Defer checks the arguments of Defer and reports whether it names tasks.
+func Defer(topic string, until time.Time, tasks []taskapi.Task) (bool, error) {
+	err := Topic(topic)
+	if err == nil {
+		err = NotBefore(until)
 	}
-	return NotBefore(until)
+	return ran(len(tasks) > 0, err)
 }
 
-// Revive checks the arguments of Revive.
-func Revive(topic string, how taskapi.Revivification, state taskapi.State) error {
-	if err := ReviveTasks(topic, how); err != nil {
-		return err
-	}
-	return Revivable(state)
+// Release checks the arguments of Release and reports whether it names
+// tasks.
+func Release(topic string, tasks []taskapi.Task) (bool, error) {
+	return ran(len(tasks) > 0, Topic(topic))
 }
 
-// ReviveTasks checks the arguments of ReviveTasks other than the tasks.
-func ReviveTasks(topic string, how taskapi.Revivification) error {
-	if err := Topic(topic); err != nil {
-		return err
+// Revive checks the arguments of Revive and reports whether the span and
+// size can hold a task.
+func Revive(topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) (bool, error) {
+	_, err := ReviveTasks(topic, how, nil)
+	if err == nil {
+		err = Revivable(state)
 	}
-	return Enum(how)
+	return ran(size > 0 && !span.Empty(), err)
 }
 
-// ReassignAll checks the arguments of ReassignAll.
-func ReassignAll(topic string, from taskapi.State, to taskapi.Result) error {
-	if err := Topic(topic); err != nil {
-		return err
+// ReviveTasks checks the arguments of ReviveTasks and reports whether it
+// names tasks.
+func ReviveTasks(topic string, how taskapi.Revivification, tasks []taskapi.Task) (bool, error) {
+	err := Topic(topic)
+	if err == nil {
+		err = Enum(how)
 	}
-	if err := Revivable(from); err != nil {
-		return err
-	}
-	return Enum(to)
+	return ran(len(tasks) > 0, err)
 }
 
-// Page checks the arguments of Page.
-func Page(topic string, listing taskapi.Listing, direction taskapi.Direction) error {
-	if err := Topic(topic); err != nil {
-		return err
+// ReassignAll checks the arguments of ReassignAll and reports whether it
+// can change a task: not when span is empty or the result's state is from.
+func ReassignAll(topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (bool, error) {
+	err := Topic(topic)
+	if err == nil {
+		err = Revivable(from)
 	}
-	if err := Filter(listing.States, listing.Reference, listing.Identifier); err != nil {
-		return err
+	if err == nil {
+		err = Enum(to)
 	}
-	return Enum(direction)
+	return ran(from != to.State() && !span.Empty(), err)
+}
+
+// Purge checks the arguments of Purge, returns the states it deletes
+// (DefaultPurged when none are given) and reports whether span can hold a
+// task.
+func Purge(topic string, span taskapi.Range, states []taskapi.State) ([]taskapi.State, bool, error) {
+	err := Topic(topic)
+	if err == nil {
+		err = States(states, nil)
+	}
+	if len(states) == 0 {
+		states = DefaultPurged
+	}
+	run, err := ran(!span.Empty(), err)
+	return states, run, err
+}
+
+// DefaultPurged are the states Purge deletes when given none: Failed to
+// Redundant, every state of a task that is done.
+var DefaultPurged = []taskapi.State{
+	taskapi.Failed, taskapi.Suspended, taskapi.Filtered,
+	taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant,
+}
+
+// Page checks the arguments of Page and reports whether the page can hold
+// a task: not for a size below one, nor for a cursor below Inception or at
+// the end it walks away from.
+func Page(topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) (bool, error) {
+	run, err := PageAt(topic, listing, size, direction)
+	return run && cursor >= taskapi.Inception &&
+		(direction != taskapi.Forward || cursor != taskapi.MaxSequence) &&
+		(direction != taskapi.Backward || cursor != taskapi.Inception), err
+}
+
+// PageAt checks the arguments of PageAt and reports whether size asks for
+// a task.
+func PageAt(topic string, listing taskapi.Listing, size int, direction taskapi.Direction) (bool, error) {
+	err := Topic(topic)
+	if err == nil {
+		err = Filter(listing.States, listing.Reference, listing.Identifier)
+	}
+	if err == nil {
+		err = Enum(direction)
+	}
+	return ran(size > 0, err)
 }
 
 // Count checks the arguments of Count; an empty topic filters nothing.
@@ -97,9 +158,15 @@ func Count(snapshot taskapi.Snapshot, filter taskapi.Counting) error {
 	return Filter(filter.States, filter.Reference, filter.Identifier)
 }
 
-// Find checks the arguments of Find: a topic, and at least one prefix,
-// each of which must be a valid identifier or reference.
-func Find(topic string, search taskapi.Search) error {
+// Find checks the arguments of Find — a topic, and at least one prefix,
+// each of which must be a valid identifier or reference — and reports
+// whether the size and cursor can hold a task.
+func Find(topic string, search taskapi.Search, cursor int64, size int) (bool, error) {
+	return ran(size > 0 && cursor > taskapi.Inception, finding(topic, search))
+}
+
+// finding checks Find's topic and prefixes.
+func finding(topic string, search taskapi.Search) error {
 	if err := Topic(topic); err != nil {
 		return err
 	}

@@ -208,9 +208,14 @@ func Short(s string) string {
 	return s[:cut] + "…"
 }
 
-// Push checks the arguments of Push: the topic, the insertion and every
-// creation.
-func Push(topic string, insertion taskapi.Insertion, creations []taskapi.Creation) error {
+// Push checks the arguments of Push — the topic, the insertion and every
+// creation — and reports whether there is a task to push.
+func Push(topic string, insertion taskapi.Insertion, creations []taskapi.Creation) (bool, error) {
+	return ran(len(creations) > 0, pushing(topic, insertion, creations))
+}
+
+// pushing checks Push's topic, insertion and creations.
+func pushing(topic string, insertion taskapi.Insertion, creations []taskapi.Creation) error {
 	if err := Topic(topic); err != nil {
 		return err
 	}
@@ -225,34 +230,35 @@ func Push(topic string, insertion taskapi.Insertion, creations []taskapi.Creatio
 	return nil
 }
 
-// Completions checks the arguments of Complete: the topic and every
-// decision's result and output.
-func Completions(topic string, completions []taskapi.Completion) error {
-	if err := Topic(topic); err != nil {
-		return err
-	}
-	for _, c := range completions {
-		if err := Enum(c.Decision.Result); err != nil {
-			return err
-		}
-		if err := Text("output", c.Decision.Output); err != nil {
-			return err
-		}
-	}
-	return nil
+// Completions checks the arguments of Complete — the topic and every
+// decision's result and output — and reports whether there is a task to
+// complete.
+func Completions(topic string, completions []taskapi.Completion) (bool, error) {
+	return ran(len(completions) > 0, outcomes(topic, len(completions), func(i int) (taskapi.Result, string) {
+		return completions[i].Decision.Result, completions[i].Decision.Output
+	}))
 }
 
-// Assignments checks the arguments of Reassign: the topic and every
-// assignment's result and output.
-func Assignments(topic string, assignments []taskapi.Assignment) error {
+// Assignments checks the arguments of Reassign — the topic and every
+// assignment's result and output — and reports whether there is a task to
+// reassign.
+func Assignments(topic string, assignments []taskapi.Assignment) (bool, error) {
+	return ran(len(assignments) > 0, outcomes(topic, len(assignments), func(i int) (taskapi.Result, string) {
+		return assignments[i].Result, assignments[i].Output
+	}))
+}
+
+// outcomes checks topic and the n results and outputs that at gives.
+func outcomes(topic string, n int, at func(int) (taskapi.Result, string)) error {
 	if err := Topic(topic); err != nil {
 		return err
 	}
-	for _, a := range assignments {
-		if err := Enum(a.Result); err != nil {
+	for i := range n {
+		result, output := at(i)
+		if err := Enum(result); err != nil {
 			return err
 		}
-		if err := Text("output", a.Output); err != nil {
+		if err := Text("output", output); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package check_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestDurationAndEnums(t *testing.T) {
 
 // pollOptions resolves opts as a poll of topic t by owner o.
 func pollOptions(opts []taskapi.PollOption) (taskapi.Order, taskapi.Condition, error) {
-	p, err := check.Poll("o", "t", opts)
+	p, _, err := check.Poll("o", "t", 1, opts)
 	return p.Order, p.Condition, err
 }
 
@@ -148,11 +149,11 @@ func TestPollOptions(t *testing.T) {
 func TestPollTakesATermOfThePollsTopicAndOwner(t *testing.T) {
 	t.Parallel()
 	term := taskapi.Term{Topic: "t", Owner: "o", Number: 3}
-	p, err := check.Poll("o", "t", []taskapi.PollOption{taskapi.LIFO, term, taskapi.SingularByIdentifier})
+	p, _, err := check.Poll("o", "t", 1, []taskapi.PollOption{taskapi.LIFO, term, taskapi.SingularByIdentifier})
 	if err != nil || p.Order != taskapi.LIFO || p.Condition != taskapi.SingularByIdentifier || p.Term == nil || *p.Term != term {
 		t.Errorf("Poll with a term = %+v, %v; want LIFO, singular, %+v", p, err, term)
 	}
-	if p, err := check.Poll("o", "t", nil); err != nil || p.Term != nil || p.Order != taskapi.FIFO {
+	if p, _, err := check.Poll("o", "t", 1, nil); err != nil || p.Term != nil || p.Order != taskapi.FIFO {
 		t.Errorf("Poll without options = %+v, %v; want FIFO without a term", p, err)
 	}
 	if order, _, err := pollOptions([]taskapi.PollOption{term, taskapi.LIFO}); err != nil || order != taskapi.LIFO {
@@ -167,11 +168,11 @@ func TestPollTakesATermOfThePollsTopicAndOwner(t *testing.T) {
 		"two terms":               {term, term},
 		"two different terms":     {term, withOwner},
 	} {
-		if _, err := check.Poll("o", "t", opts); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		if _, _, err := check.Poll("o", "t", 1, opts); !errors.Is(err, taskapi.ErrInvalidArgument) {
 			t.Errorf("Poll with %s: error %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, err := check.Poll("o", "", []taskapi.PollOption{taskapi.Term{Owner: "o", Number: 1}}); !errors.Is(err, taskapi.ErrInvalidArgument) {
+	if _, _, err := check.Poll("o", "", 1, []taskapi.PollOption{taskapi.Term{Owner: "o", Number: 1}}); !errors.Is(err, taskapi.ErrInvalidArgument) {
 		t.Errorf("Poll of an empty topic with its term: error %v, want ErrInvalidArgument", err)
 	}
 }
@@ -195,13 +196,13 @@ func TestShortKeepsHugeTextOutOfMessages(t *testing.T) {
 func TestCallChecks(t *testing.T) {
 	ok := []taskapi.Creation{{Identifier: "a"}}
 	for name, err := range map[string]error{
-		"Push bad topic":         check.Push("", taskapi.Append, ok),
-		"Push bad insertion":     check.Push("t", taskapi.Insertion(9), ok),
-		"Push bad creation":      check.Push("t", taskapi.Append, []taskapi.Creation{{Identifier: "a\x00"}}),
-		"Completions bad result": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Result: 9}}}),
-		"Completions bad output": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "\xff"}}}),
-		"Assignments bad result": check.Assignments("t", []taskapi.Assignment{{Result: -1}}),
-		"Assignments bad output": check.Assignments("t", []taskapi.Assignment{{Output: "a\x00"}}),
+		"Push bad topic":         verdict(check.Push("", taskapi.Append, ok)),
+		"Push bad insertion":     verdict(check.Push("t", taskapi.Insertion(9), ok)),
+		"Push bad creation":      verdict(check.Push("t", taskapi.Append, []taskapi.Creation{{Identifier: "a\x00"}})),
+		"Completions bad result": verdict(check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Result: 9}}})),
+		"Completions bad output": verdict(check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "\xff"}}})),
+		"Assignments bad result": verdict(check.Assignments("t", []taskapi.Assignment{{Result: -1}})),
+		"Assignments bad output": verdict(check.Assignments("t", []taskapi.Assignment{{Output: "a\x00"}})),
 		"Join bad junction":      check.Join("t", taskapi.Junction(5), nil),
 		"Join bad identifier":    check.Join("t", taskapi.Singular, [][]string{{"a", ""}}),
 		"Filter bad state":       check.Filter([]taskapi.State{12}, "", ""),
@@ -213,9 +214,9 @@ func TestCallChecks(t *testing.T) {
 		}
 	}
 	for name, err := range map[string]error{
-		"Push":        check.Push("t", taskapi.Delete, ok),
-		"Completions": check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "x"}}}),
-		"Assignments": check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success, Output: "x"}}),
+		"Push":        verdict(check.Push("t", taskapi.Delete, ok)),
+		"Completions": verdict(check.Completions("t", []taskapi.Completion{{Decision: taskapi.Decision{Output: "x"}}})),
+		"Assignments": verdict(check.Assignments("t", []taskapi.Assignment{{Result: taskapi.Success, Output: "x"}})),
 		"Join":        check.Join("t", taskapi.Eternal, [][]string{{}, {"a"}}),
 		"Filter":      check.Filter(nil, "", ""),
 	} {
@@ -228,13 +229,13 @@ func TestCallChecks(t *testing.T) {
 func TestCalls(t *testing.T) {
 	t.Parallel()
 	bad := map[string]error{
-		"Revive state":      check.Revive("t", taskapi.ReviveReset, taskapi.Ready),
-		"Revive how":        check.Revive("t", taskapi.Revivification(9), taskapi.Failed),
-		"ReviveTasks topic": check.ReviveTasks("", taskapi.ReviveAppend),
-		"ReassignAll from":  check.ReassignAll("t", taskapi.Active, taskapi.Success),
-		"ReassignAll to":    check.ReassignAll("t", taskapi.Failed, taskapi.Result(8)),
-		"Page direction":    check.Page("t", taskapi.Listing{}, taskapi.Direction(3)),
-		"Page filter":       check.Page("t", taskapi.Listing{States: []taskapi.State{12}}, taskapi.Forward),
+		"Revive state":      verdict(check.Revive("t", taskapi.ReviveReset, taskapi.Ready, taskapi.Unbounded, 1)),
+		"Revive how":        verdict(check.Revive("t", taskapi.Revivification(9), taskapi.Failed, taskapi.Unbounded, 1)),
+		"ReviveTasks topic": verdict(check.ReviveTasks("", taskapi.ReviveAppend, nil)),
+		"ReassignAll from":  verdict(check.ReassignAll("t", taskapi.Active, taskapi.Success, taskapi.Unbounded)),
+		"ReassignAll to":    verdict(check.ReassignAll("t", taskapi.Failed, taskapi.Result(8), taskapi.Unbounded)),
+		"Page direction":    verdict(check.Page("t", taskapi.Listing{}, 1, 10, taskapi.Direction(3))),
+		"Page filter":       verdict(check.Page("t", taskapi.Listing{States: []taskapi.State{12}}, 1, 10, taskapi.Forward)),
 		"Count snapshot":    check.Count(taskapi.Snapshot(5), taskapi.Counting{}),
 		"Count topic":       check.Count(taskapi.Total, taskapi.Counting{Topic: "a\x00"}),
 	}
@@ -244,9 +245,9 @@ func TestCalls(t *testing.T) {
 		}
 	}
 	good := []error{
-		check.Revive("t", taskapi.ReviveReset, taskapi.Expired),
-		check.ReassignAll("t", taskapi.Succeeded, taskapi.Failure),
-		check.Page("t", taskapi.Listing{Identifier: "x"}, taskapi.Backward),
+		verdict(check.Revive("t", taskapi.ReviveReset, taskapi.Expired, taskapi.Unbounded, 1)),
+		verdict(check.ReassignAll("t", taskapi.Succeeded, taskapi.Failure, taskapi.Unbounded)),
+		verdict(check.Page("t", taskapi.Listing{Identifier: "x"}, 1, 10, taskapi.Backward)),
 		check.Count(taskapi.Recent, taskapi.Counting{}),
 	}
 	for i, err := range good {
@@ -254,7 +255,7 @@ func TestCalls(t *testing.T) {
 			t.Errorf("good call %d: %v", i, err)
 		}
 	}
-	if _, err := check.Poll("o", "", nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
+	if _, _, err := check.Poll("o", "", 1, nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
 		t.Errorf("Poll with an empty topic: %v", err)
 	}
 }
@@ -295,5 +296,66 @@ func TestScheduleChecks(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// verdict is the error of a call's check, whatever it says about work.
+func verdict(_ bool, err error) error { return err }
+
+// TestCallsSayWhetherThereIsWork checks the empty calls every backend
+// answers without a round trip: no tasks, a size below one, an empty span,
+// a cursor at the end, another owner's term; and that a call with
+// something to do, or with an error, is not one of them.
+func TestCallsSayWhetherThereIsWork(t *testing.T) {
+	t.Parallel()
+	task := []taskapi.Task{{Sequence: 1}}
+	empty := taskapi.Range{From: 5, To: 4}
+	term := taskapi.Term{Topic: "t", Owner: "o", Number: 1}
+	run := func(run bool, _ error) bool { return run }
+	poll := func(size int) bool { _, run, _ := check.Poll("o", "t", size, nil); return run }
+	purge := func(span taskapi.Range) bool { _, run, _ := check.Purge("t", span, nil); return run }
+	for name, c := range map[string]struct{ got, want bool }{
+		"Push of none":                 {run(check.Push("t", taskapi.Append, nil)), false},
+		"Push of one":                  {run(check.Push("t", taskapi.Append, []taskapi.Creation{{Identifier: "a"}})), true},
+		"Push of one, bad topic":       {run(check.Push("", taskapi.Append, []taskapi.Creation{{Identifier: "a"}})), false},
+		"Poll of 0":                    {poll(0), false},
+		"Poll of 1":                    {poll(1), true},
+		"Defer of none":                {run(check.Defer("t", time.Time{}, nil)), false},
+		"Defer of one":                 {run(check.Defer("t", time.Time{}, task)), true},
+		"Release of none":              {run(check.Release("t", nil)), false},
+		"Release of one":               {run(check.Release("t", task)), true},
+		"Complete of none":             {run(check.Completions("t", nil)), false},
+		"Reassign of none":             {run(check.Assignments("t", nil)), false},
+		"ReviveTasks of none":          {run(check.ReviveTasks("t", taskapi.ReviveReset, nil)), false},
+		"Revive of an empty span":      {run(check.Revive("t", taskapi.ReviveReset, taskapi.Failed, empty, 5)), false},
+		"Revive of size 0":             {run(check.Revive("t", taskapi.ReviveReset, taskapi.Failed, taskapi.Unbounded, 0)), false},
+		"Revive":                       {run(check.Revive("t", taskapi.ReviveReset, taskapi.Failed, taskapi.Unbounded, 1)), true},
+		"ReassignAll to the state":     {run(check.ReassignAll("t", taskapi.Failed, taskapi.Failure, taskapi.Unbounded)), false},
+		"ReassignAll, empty span":      {run(check.ReassignAll("t", taskapi.Failed, taskapi.Success, empty)), false},
+		"ReassignAll":                  {run(check.ReassignAll("t", taskapi.Failed, taskapi.Success, taskapi.Unbounded)), true},
+		"Purge of an empty span":       {purge(empty), false},
+		"Purge":                        {purge(taskapi.Unbounded), true},
+		"Page of size 0":               {run(check.Page("t", taskapi.Listing{}, 1, 0, taskapi.Forward)), false},
+		"Page forward from the end":    {run(check.Page("t", taskapi.Listing{}, taskapi.MaxSequence, 5, taskapi.Forward)), false},
+		"Page backward from the start": {run(check.Page("t", taskapi.Listing{}, taskapi.Inception, 5, taskapi.Backward)), false},
+		"Page below the start":         {run(check.Page("t", taskapi.Listing{}, taskapi.Inception-1, 5, taskapi.Forward)), false},
+		"Page forward from the start":  {run(check.Page("t", taskapi.Listing{}, taskapi.Inception, 5, taskapi.Forward)), true},
+		"Page backward from the end":   {run(check.Page("t", taskapi.Listing{}, taskapi.MaxSequence, 5, taskapi.Backward)), true},
+		"PageAt of size 0":             {run(check.PageAt("t", taskapi.Listing{}, 0, taskapi.Forward)), false},
+		"Find at the start":            {run(check.Find("t", taskapi.Search{Identifier: "a"}, taskapi.Inception, 5)), false},
+		"Find":                         {run(check.Find("t", taskapi.Search{Identifier: "a"}, taskapi.MaxSequence, 5)), true},
+		"AuditPage of 0":               {run(check.AuditPage(0, 0)), false},
+		"AuditPage":                    {run(check.AuditPage(0, 1)), true},
+		"Renew of another's term":      {run(check.Renew("p", term, time.Minute)), false},
+		"Renew":                        {run(check.Renew("o", term, time.Minute)), true},
+		"Concede of another's term":    {run(check.Concede("p", term)), false},
+		"Concede":                      {run(check.Concede("o", term)), true},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: run = %v, want %v", name, c.got, c.want)
+		}
+	}
+	if states, _, _ := check.Purge("t", taskapi.Unbounded, nil); !slices.Equal(states, check.DefaultPurged) {
+		t.Errorf("Purge without states purges %v, want %v", states, check.DefaultPurged)
 	}
 }

@@ -31,3 +31,15 @@ func Lease(topic string, ttl time.Duration) error {
 	}
 	return nil
 }
+
+// Renew checks the arguments of Renew by the repository of owner and
+// reports whether the term can be renewed: only its owner's can.
+func Renew(owner string, term taskapi.Term, ttl time.Duration) (bool, error) {
+	return ran(term.Owner == owner, Lease(term.Topic, ttl))
+}
+
+// Concede checks the arguments of Concede by the repository of owner and
+// reports whether the term can be conceded: only its owner's can.
+func Concede(owner string, term taskapi.Term) (bool, error) {
+	return ran(term.Owner == owner, Topic(term.Topic))
+}

@@ -315,12 +315,12 @@ func FuzzCreation(f *testing.F) {
 		wantVerdict(t, "Creation", check.Creation(c), creationOK)
 		wantVerdict(t, "NotBefore", check.NotBefore(notBefore), timeOK(notBefore))
 		topicOK := nameOK(topic, docTopicLimit, false)
-		wantVerdict(t, "Defer", check.Defer(topic, notBefore), topicOK && timeOK(notBefore))
+		wantVerdict(t, "Defer", verdict(check.Defer(topic, notBefore, nil)), topicOK && timeOK(notBefore))
 		callOK := topicOK && insertion >= 0 && insertion <= 3
 		ins := taskapi.Insertion(insertion)
-		wantVerdict(t, "Push of none", check.Push(topic, ins, nil), callOK)
+		wantVerdict(t, "Push of none", verdict(check.Push(topic, ins, nil)), callOK)
 		good := taskapi.Creation{Identifier: "good"}
-		wantVerdict(t, "Push", check.Push(topic, ins, []taskapi.Creation{good, c, good}), callOK && creationOK)
+		wantVerdict(t, "Push", verdict(check.Push(topic, ins, []taskapi.Creation{good, c, good})), callOK && creationOK)
 	})
 }
 
@@ -450,12 +450,12 @@ func FuzzEnums(f *testing.F) {
 		wantVerdict(t, "Duration", check.Duration("after", dur), d >= 0)
 		wantVerdict(t, "Lease", check.Lease(topic, dur), topicOK && dur >= time.Millisecond)
 		wantVerdict(t, "Activation call", check.Activation(topic, taskapi.Activation(v)), topicOK && activations.has(v))
-		wantVerdict(t, "ReviveTasks", check.ReviveTasks(topic, taskapi.Revivification(v)), topicOK && revivifications.has(v))
-		wantVerdict(t, "Revive", check.Revive(topic, taskapi.Revivification(v), taskapi.State(w)),
+		wantVerdict(t, "ReviveTasks", verdict(check.ReviveTasks(topic, taskapi.Revivification(v), nil)), topicOK && revivifications.has(v))
+		wantVerdict(t, "Revive", verdict(check.Revive(topic, taskapi.Revivification(v), taskapi.State(w), taskapi.Unbounded, 1)),
 			topicOK && revivifications.has(v) && revivableStates.has(w))
-		wantVerdict(t, "ReassignAll", check.ReassignAll(topic, taskapi.State(v), taskapi.Result(w)),
+		wantVerdict(t, "ReassignAll", verdict(check.ReassignAll(topic, taskapi.State(v), taskapi.Result(w), taskapi.Unbounded)),
 			topicOK && revivableStates.has(v) && results.has(w))
-		wantVerdict(t, "Page", check.Page(topic, taskapi.Listing{States: []taskapi.State{taskapi.State(v)}}, taskapi.Direction(w)),
+		wantVerdict(t, "Page", verdict(check.Page(topic, taskapi.Listing{States: []taskapi.State{taskapi.State(v)}}, 1, 10, taskapi.Direction(w))),
 			topicOK && states.has(v) && directions.has(w))
 		wantVerdict(t, "Count", check.Count(taskapi.Snapshot(v), taskapi.Counting{Topic: topic, States: []taskapi.State{taskapi.State(w)}}),
 			snapshots.has(v) && (topic == "" || topicOK) && states.has(w))
@@ -562,7 +562,7 @@ func FuzzPollOptions(f *testing.F) {
 		}
 		topicOK := nameOK(topic, docTopicLimit, false) && (term == nil || term.Topic == topic)
 		ownerOK := term == nil || term.Owner == "o"
-		p, err := check.Poll("o", topic, opts)
+		p, _, err := check.Poll("o", topic, 1, opts)
 		wantVerdict(t, "Poll", err, ok && topicOK && ownerOK)
 		if ok && topicOK && ownerOK && (p.Order != wantOrder || p.Condition != wantCondition ||
 			(p.Term == nil) != (term == nil) || term != nil && *p.Term != *term) {
@@ -642,8 +642,8 @@ func FuzzBatchArguments(f *testing.F) {
 			}
 		}
 		groups = append(groups, group)
-		wantVerdict(t, "Completions", check.Completions(topic, completions), completionsOK)
-		wantVerdict(t, "Assignments", check.Assignments(topic, assignments), assignmentsOK)
+		wantVerdict(t, "Completions", verdict(check.Completions(topic, completions)), completionsOK)
+		wantVerdict(t, "Assignments", verdict(check.Assignments(topic, assignments)), assignmentsOK)
 		junction := len(data) % 3 // 2 is undefined
 		wantVerdict(t, "Join", check.Join(topic, taskapi.Junction(junction), groups),
 			topicOK && junctions.has(junction) && groupsOK)

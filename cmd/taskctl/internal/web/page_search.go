@@ -91,7 +91,7 @@ func parseSearch(d searchData) (*searchQuery, error) {
 		return nil, nil
 	}
 	if q.identified {
-		if err := check.Find("topic", q.search); err != nil {
+		if _, err := check.Find("topic", q.search, taskapi.MaxSequence, 1); err != nil {
 			return nil, badRequest("%v", strings.TrimSuffix(err.Error(), ": "+taskapi.ErrInvalidArgument.Error()))
 		}
 	}
