@@ -128,6 +128,9 @@ func (s *shellSession) run(l shellLine) {
 		s.t.Errorf("%s: %v: %s", l.where(), err, l.text)
 		return
 	}
+	if len(words) == 0 {
+		return // a comment: prose
+	}
 	for _, cmd := range splitOn(words, "&&") {
 		if err := s.command(cmd, comment); err != nil {
 			s.t.Errorf("%s: %s\n  %v", l.where(), l.text, err)
@@ -390,10 +393,10 @@ const backlogRows = 1300
 // headerComment finds the header of a file in a line's comment.
 var headerComment = regexp.MustCompile(`header: ([a-z_,]+)`)
 
-// makeFiles writes the CSV files that args push with --file, which the
+// makeFiles writes the CSV file that args push with --file (-f), which the
 // user would have: with the header the line's comment names.
 func (s *shellSession) makeFiles(args []string, comment string) error {
-	i := slices.Index(args, "--file")
+	i := slices.IndexFunc(args, func(a string) bool { return a == "--file" || a == "-f" })
 	if i < 0 || i+1 == len(args) || args[i+1] == "-" {
 		return nil
 	}
