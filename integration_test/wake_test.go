@@ -41,7 +41,7 @@ func listenTo(t *testing.T, url string) *wakeListener {
 			for _, topic := range topics {
 				l.topics <- topic
 			}
-		}, nil, func(err error) { t.Errorf("lost(%v)", err) })
+		}, nil, nil, func(err error) { t.Errorf("lost(%v)", err) })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/edge"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -43,10 +44,6 @@ ON DUPLICATE KEY UPDATE activation = VALUES(activation), changed = VALUES(change
 // with it (a foreign key, or a trigger on SQLite).
 const activationRows = `SELECT topic, activation FROM {activation}`
 
-// activationBase names the channel of activation changes on
-// PostgreSQL, by the rule of channelName: taskpg.ActivationChannel.
-const activationBase = "taskrepo_activation"
-
 // SetActivation stores the activation of topic; ErrUnknownTopic when topic
 // is not registered. On PostgreSQL it notifies the schema's activation
 // channel (taskpg.ActivationChannel) with the topic when the caller's
@@ -79,7 +76,7 @@ func (r *Repository) storeActivation(ctx context.Context, db DB, topic string, a
 		return affected(db.ExecContext(ctx, query, args...))
 	}
 	var stored int64
-	err := db.QueryRowContext(ctx, query, append(args, channelName(activationBase, r.plain))...).Scan(&stored)
+	err := db.QueryRowContext(ctx, query, append(args, edge.Channel(edge.ActivationBase, r.plain))...).Scan(&stored)
 	return stored, err
 }
 

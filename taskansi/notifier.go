@@ -29,10 +29,10 @@ func NewPollNotifier(interval time.Duration) *PollNotifier {
 	return &PollNotifier{interval: interval}
 }
 
-// Listen calls wake(nil) and activated(nil), which stand for every topic,
-// every interval until ctx ends, and then returns ctx.Err(). It never calls
-// lost: it has nothing to lose. Nil callbacks are skipped.
-func (p *PollNotifier) Listen(ctx context.Context, wake, activated func(topics []string), lost func(err error)) error {
+// Listen calls activated(nil), deferred(nil) and wake(nil), which stand for
+// every topic, every interval until ctx ends, and then returns ctx.Err().
+// It never calls lost: it has nothing to lose. Nil callbacks are skipped.
+func (p *PollNotifier) Listen(ctx context.Context, wake, deferred, activated func(topics []string), lost func(err error)) error {
 	ticker := time.NewTicker(p.interval)
 	defer ticker.Stop()
 	for {
@@ -41,11 +41,10 @@ func (p *PollNotifier) Listen(ctx context.Context, wake, activated func(topics [
 			return ctx.Err()
 		case <-ticker.C:
 		}
-		if activated != nil {
-			activated(nil)
-		}
-		if wake != nil {
-			wake(nil)
+		for _, every := range []func([]string){activated, deferred, wake} {
+			if every != nil {
+				every(nil)
+			}
 		}
 	}
 }

@@ -17,16 +17,17 @@ func TestPollNotifier(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	wakes, activations := make(chan []string, 100), make(chan []string, 100)
+	wakes, dues, activations := make(chan []string, 100), make(chan []string, 100), make(chan []string, 100)
 	done := make(chan error, 1)
 	go func() {
 		done <- taskansi.NewPollNotifier(time.Millisecond).Listen(ctx,
 			func(topics []string) { wakes <- topics },
+			func(topics []string) { dues <- topics },
 			func(topics []string) { activations <- topics },
 			func(err error) { t.Errorf("lost(%v)", err) })
 	}()
 	for range 3 {
-		for _, c := range []chan []string{wakes, activations} {
+		for _, c := range []chan []string{wakes, dues, activations} {
 			select {
 			case topics := <-c:
 				if topics != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/edge"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -61,10 +62,11 @@ func (r *Repository) pointLocks(db DB) bool {
 // creation, for a revival, whose insertion stores every creation (never
 // Delete); a push stores none.
 func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int, points bool) ([]taskapi.Task, error) {
-	stamp := r.wake.Claim(topic)
-	tasks, err := r.store(ctx, tx, r.wake.topicStatement(stamp != 0), topic, insertion, creations, revivals, points)
+	deferred := edge.Deferred(creations)
+	stamp := r.wake.Claim(topic, deferred)
+	tasks, err := r.store(ctx, tx, r.wake.topicStatement(stamp != 0, deferred), topic, insertion, creations, revivals, points)
 	if err != nil {
-		r.wake.Forget(topic, stamp)
+		r.wake.Forget(topic, deferred, stamp)
 	}
 	return tasks, err
 }

@@ -16,20 +16,25 @@ const defaultWakeInterval = 2 * time.Millisecond
 // others of the interval do not (a leading edge).
 type wakeUps struct {
 	*edge.Edge
-	// pushTopic and notifyingTopic are the statements by which a push
-	// locks its topic's row, the second also notifying the topic's
-	// channel: in the push's own transaction or savepoint, so that the
-	// notification is delivered when the push commits, never when it
-	// rolls back.
-	pushTopic, notifyingTopic string
+	// pushTopic, notifyingTopic and notifyingDue are the statements by
+	// which a push locks its topic's row, the others also notifying the
+	// channel of the topic's ready tasks or of its deferred ones (named as
+	// taskpg.TasksChannel and taskpg.DueChannel name them, so that a
+	// taskpg.Notifier hears them): in the push's own transaction or
+	// savepoint, so that the notification is delivered when the push
+	// commits, never when it rolls back.
+	pushTopic, notifyingTopic, notifyingDue string
 }
 
 // newWakeUps returns the wake-ups of a repository of dialect d whose
 // queries are q, on the tables of schema (as given).
 func newWakeUps(s settings, d *dialect, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff || !d.partitioned, s.wakeInterval, s.quiet), pushTopic: q.pushTopic}
-	literal := "'" + strings.ReplaceAll(tasksChannel(schema), "'", "''") + "'"
-	w.notifyingTopic = strings.Replace(q.pushTopic, topicCheck, topicCheck+" AND pg_notify("+literal+", topic) IS NOT NULL", 1)
+	notifying := func(base string) string {
+		literal := "'" + strings.ReplaceAll(edge.Channel(base, schema), "'", "''") + "'"
+		return strings.Replace(q.pushTopic, topicCheck, topicCheck+" AND pg_notify("+literal+", topic) IS NOT NULL", 1)
+	}
+	w.notifyingTopic, w.notifyingDue = notifying(edge.TasksBase), notifying(edge.DueBase)
 	return w
 }
 
@@ -39,9 +44,12 @@ func newWakeUps(s settings, d *dialect, q queries, schema string) *wakeUps {
 const topicCheck = "WHERE topic = ?"
 
 // topicStatement returns the statement that locks the topic of a push that
-// notifies or not.
-func (w *wakeUps) topicStatement(notify bool) string {
-	if notify {
+// notifies or not, of deferred tasks or not.
+func (w *wakeUps) topicStatement(notify, deferred bool) string {
+	switch {
+	case notify && deferred:
+		return w.notifyingDue
+	case notify:
 		return w.notifyingTopic
 	}
 	return w.pushTopic

@@ -28,7 +28,8 @@ const (
 )
 
 // A Notifier listens on PostgreSQL for the notifications of pushes
-// (TasksChannel) and of activation changes, on a connection of its own, and
+// (TasksChannel, DueChannel) and of activation changes, on a connection of
+// its own, and
 // hands them to the consumer runtime: it implements taskproc.Notifier. Make
 // one per process, on the pool of the repository.
 type Notifier struct {
@@ -86,22 +87,24 @@ func NewNotifier(pool *pgxpool.Pool, opts ...NotifierOption) *Notifier {
 }
 
 // Listen listens until ctx ends, then closes its connection and returns
-// ctx.Err(). It calls wake with the topics whose pushes committed and
-// activated with the topics whose activation changed, as they come; those
-// already received when it hands one over go with it, each topic once, the
-// activation changes first. Whenever it starts listening (at first and
-// after every reconnection) it calls wake(nil) and activated(nil): what
-// was sent before was missed, and nil stands for every topic. An
+// ctx.Err(). It calls wake with the topics whose pushes of ready tasks
+// committed, deferred with the topics whose pushes of deferred tasks
+// committed, and activated with the topics whose activation changed, as
+// they come; those already received when it hands one over go with it,
+// each topic once, the activation changes first. Whenever it starts
+// listening (at first and after every reconnection) it calls
+// activated(nil), deferred(nil) and wake(nil): what was sent before was
+// missed, and nil stands for every topic. An
 // activation notification without a topic stands for every topic too. On
 // any error of its connection it calls lost with the error, closes the
 // connection and connects again after a backoff. The callbacks run on
 // Listen's goroutine; nil ones are skipped. It fails at once, with
 // taskapi.ErrInvalidArgument, only for an invalid schema.
-func (n *Notifier) Listen(ctx context.Context, wake, activated func(topics []string), lost func(err error)) error {
+func (n *Notifier) Listen(ctx context.Context, wake, deferred, activated func(topics []string), lost func(err error)) error {
 	if err := checkSchema(n.s.schema); err != nil {
 		return fmt.Errorf("taskpg: listen: %w", err)
 	}
-	h := handlers{wake: wake, activated: activated, lost: lost}
+	h := handlers{wake: wake, deferred: deferred, activated: activated, lost: lost}
 	backoff := n.s.first
 	for {
 		lasted, err := n.session(ctx, h)
@@ -148,6 +151,7 @@ func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	listen := "LISTEN " + pgx.Identifier{TasksChannel(n.s.schema)}.Sanitize() +
+		"; LISTEN " + pgx.Identifier{DueChannel(n.s.schema)}.Sanitize() +
 		"; LISTEN " + pgx.Identifier{activationChannel(n.s.schema)}.Sanitize()
 	if _, err := conn.PgConn().Exec(ctx, listen).ReadAll(); err != nil {
 		_ = conn.Close(ctx)
@@ -160,7 +164,7 @@ func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
 // server whenever the connection stays silent for the ping interval, until
 // an error or the end of ctx.
 func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers) error {
-	tasks, activation := TasksChannel(n.s.schema), activationChannel(n.s.schema)
+	c := channels{tasks: TasksChannel(n.s.schema), due: DueChannel(n.s.schema), activation: activationChannel(n.s.schema)}
 	for {
 		wait, cancel := context.WithTimeout(ctx, n.s.ping)
 		note, err := conn.WaitForNotification(wait)
@@ -171,7 +175,7 @@ func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers) erro
 			return ctx.Err()
 		case err == nil:
 			notes, err := drain(conn, note)
-			h.hand(notes, tasks, activation)
+			h.hand(notes, c)
 			if err != nil {
 				return err
 			}
@@ -233,9 +237,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // handlers are the callbacks of Listen.
 type handlers struct {
-	wake, activated func(topics []string)
-	lost            func(err error)
+	wake, deferred, activated func(topics []string)
+	lost                      func(err error)
 }
+
+// channels are the names of the channels a Notifier listens on.
+type channels struct{ tasks, due, activation string }
 
 // lose reports an error that Listen recovers from.
 func (h handlers) lose(err error) {
@@ -247,22 +254,28 @@ func (h handlers) lose(err error) {
 // everything tells that every topic may have got tasks or changed.
 func (h handlers) everything() {
 	send(h.activated, nil)
+	send(h.deferred, nil)
 	send(h.wake, nil)
 }
 
 // hand hands notes over, the activation changes first, each topic once.
-func (h handlers) hand(notes []*pgconn.Notification, tasks, activation string) {
-	var pushed, changed topicSet
+func (h handlers) hand(notes []*pgconn.Notification, c channels) {
+	var pushed, due, changed topicSet
 	for _, note := range notes {
 		switch note.Channel {
-		case tasks:
+		case c.tasks:
 			pushed.add(note.Payload)
-		case activation:
+		case c.due:
+			due.add(note.Payload)
+		case c.activation:
 			changed.add(note.Payload)
 		}
 	}
 	if changed.any {
 		send(h.activated, changed.list())
+	}
+	if due.any {
+		send(h.deferred, due.list())
 	}
 	if pushed.any {
 		send(h.wake, pushed.list())

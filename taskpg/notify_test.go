@@ -29,21 +29,23 @@ const everything = "*"
 
 // heard records what a Notifier hands to its callbacks.
 type heard struct {
-	wakes, activations chan []string
-	losses             chan error
-	pending            []string // topics of wake-ups received and not yet expected
+	wakes, dues, activations chan []string
+	losses                   chan error
+	pending                  []string // topics of wake-ups received and not yet expected
 }
 
 // listen runs a Notifier on pool until the test ends and returns once it
-// listens (it says so with wake(nil) and activated(nil)).
+// listens (it says so with activated(nil), deferred(nil) and wake(nil)).
 func listen(t *testing.T, pool *pgxpool.Pool, opts ...taskpg.NotifierOption) *heard {
 	t.Helper()
-	h := &heard{wakes: make(chan []string, 10_000), activations: make(chan []string, 10_000), losses: make(chan error, 100)}
+	h := &heard{wakes: make(chan []string, 10_000), dues: make(chan []string, 10_000),
+		activations: make(chan []string, 10_000), losses: make(chan error, 100)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- taskpg.NewNotifier(pool, opts...).Listen(ctx,
 			func(topics []string) { h.wakes <- topics },
+			func(topics []string) { h.dues <- topics },
 			func(topics []string) { h.activations <- topics },
 			func(err error) { h.losses <- err })
 	}()
@@ -57,11 +59,14 @@ func listen(t *testing.T, pool *pgxpool.Pool, opts ...taskpg.NotifierOption) *he
 	return h
 }
 
-// expectEverything waits for activated(nil) and wake(nil).
+// expectEverything waits for activated(nil), deferred(nil) and wake(nil).
 func (h *heard) expectEverything(t *testing.T) {
 	t.Helper()
 	if got := receive(t, h.activations, "activated"); got != nil {
 		t.Fatalf("activated(%q), want activated(nil)", got)
+	}
+	if got := receive(t, h.dues, "deferred"); got != nil {
+		t.Fatalf("deferred(%q), want deferred(nil)", got)
 	}
 	h.expect(t, everything)
 }
@@ -188,6 +193,40 @@ func TestEveryPushWakes(t *testing.T) {
 			run(topic)
 			h.expect(t, topic)
 		}
+	}
+}
+
+// A push of deferred tasks, due or not, notifies DueChannel, which the
+// Notifier hands to deferred, and no wake-up; a push of ready tasks only
+// wakes; a push of both kinds is a push of deferred tasks. Each kind has
+// an interval of its own: a push of ready tasks does not silence the next
+// push of deferred ones.
+func TestDeferredPushesNotifyTheirOwnChannel(t *testing.T) {
+	t.Parallel()
+	db, _ := setup(t, "later", "now", "both", "marker")
+	repo := newRepo(t, db, "b", taskpg.WithWakeUps(time.Hour))
+	h := listen(t, db)
+	future := taskapi.Creation{Identifier: "f", NotBefore: time.Now().Add(time.Hour)}
+	past := taskapi.Creation{Identifier: "p", NotBefore: time.Now().Add(-time.Hour)}
+	push(t, repo, db, "now", taskapi.Append, ids("a")...)
+	push(t, repo, db, "later", taskapi.Append, future)
+	inTx(t, db, true, func(tx pgx.Tx) { push(t, repo, tx, "both", taskapi.Append, taskapi.Creation{Identifier: "a"}, past) })
+	push(t, repo, db, "now", taskapi.Append, future) // its own interval: notifies
+	push(t, repo, db, "later", taskapi.Append, past) // the same interval as the first: silent
+	h.expect(t, "now")
+	var dues []string
+	for len(dues) < 3 {
+		dues = append(dues, receive(t, h.dues, "deferred")...)
+	}
+	if want := []string{"later", "both", "now"}; !slices.Equal(dues, want) {
+		t.Fatalf("deferred(%q), want %q, one at a time", dues, want)
+	}
+	push(t, repo, db, "marker", taskapi.Append, ids("a")...)
+	h.expect(t, "marker") // no other wake-up came before it
+	select {
+	case got := <-h.dues:
+		t.Fatalf("deferred(%q) after the pushes' notifications", got)
+	default:
 	}
 }
 
@@ -374,7 +413,7 @@ func TestListenEndsWithItsContext(t *testing.T) {
 			case listening <- struct{}{}:
 			default:
 			}
-		}, nil, func(err error) { t.Errorf("lost(%v)", err) })
+		}, nil, nil, func(err error) { t.Errorf("lost(%v)", err) })
 	}()
 	receive(t, listening, "wake")
 	cancel()

@@ -216,6 +216,8 @@ func checkCompletePages(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 	}
 	los, his, states, outputs, named := completeArgs(completions)
 	checkPages(t, tx, "complete", repo.q.complete, []any{"plan", los, his, states, outputs, repo.owner, named})
+	one := tasks[0].Sequence // the batch of one task, completed by completeOne
+	checkPagesOf(t, tx, 1, "complete of one task", repo.q.completeOne, []any{"plan", one, int16(taskapi.Succeeded), "out", repo.owner})
 }
 
 // checkPages runs query under EXPLAIN ANALYZE in a transaction that is rolled
@@ -223,6 +225,12 @@ func checkCompletePages(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 // poll or a completion) while touching at most pagesPerTask pages per task.
 // It returns the pages touched.
 func checkPages(t *testing.T, db DB, what, query string, args []any) int64 {
+	t.Helper()
+	return checkPagesOf(t, db, planBatch, what, query, args)
+}
+
+// checkPagesOf is checkPages of a batch of n tasks.
+func checkPagesOf(t *testing.T, db DB, n int, what, query string, args []any) int64 {
 	t.Helper()
 	ctx := t.Context()
 	tx, rollback := begin(t, db)
@@ -243,11 +251,11 @@ func checkPages(t *testing.T, db DB, what, query string, args []any) int64 {
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-	if changed := active() - before; changed != planBatch && changed != -planBatch {
-		t.Fatalf("%s changed the Active tasks by %d, want a batch of %d", what, changed, planBatch)
+	if changed := active() - before; changed != n && changed != -n {
+		t.Fatalf("%s changed the Active tasks by %d, want a batch of %d", what, changed, n)
 	}
-	if pages > pagesPerTask*planBatch {
-		t.Errorf("%s touched %d pages for %d tasks, want at most %d per task", what, pages, planBatch, pagesPerTask)
+	if pages > pagesPerTask*int64(n) {
+		t.Errorf("%s touched %d pages for %d tasks, want at most %d per task", what, pages, n, pagesPerTask)
 	}
 	return pages
 }

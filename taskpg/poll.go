@@ -102,8 +102,12 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 		return wrapf(err, "complete tasks of %q", topic)
 	}
 	los, his, states, outputs, named := completeArgs(completions)
+	statement, args := r.q.complete, []any{topic, los, his, states, outputs, r.owner, named}
+	if named == 1 {
+		statement, args = r.q.completeOne, []any{topic, los[0], states[0], outputs[0], r.owner}
+	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		tag, err := exec(ctx, db, r.q.complete, topic, los, his, states, outputs, r.owner, named)
+		tag, err := exec(ctx, db, statement, args...)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = r.faults(ctx, db, r.q.completeFaults, topic, sequencesOf(los, his), taskapi.ErrNotActive, r.owner)
 		}

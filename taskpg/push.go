@@ -11,6 +11,7 @@ import (
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/edge"
 	"github.com/taskrepo/taskrepo/internal/lockkey"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -18,7 +19,8 @@ import (
 // Push stores creations as tasks of topic, in one statement that also applies
 // insertion to older tasks with the same identifiers. Unless wake-ups are
 // off (see WithWakeUps), the first push of a topic in an interval also
-// notifies TasksChannel with the topic, in that statement: the
+// notifies TasksChannel with the topic, in that statement (DueChannel when
+// a creation has a not-before time, in intervals of their own): the
 // notification is delivered when the push commits, and not at all when it
 // rolls back.
 func (r *Repository) Push(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations ...taskapi.Creation) ([]taskapi.Task, error) {
@@ -45,10 +47,11 @@ const copyThreshold = 100
 // that stores every creation (not Delete). When it is the first push of the
 // topic in the interval of wake-ups, it notifies the topic's channel.
 func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
-	stamp := r.wake.Claim(topic)
-	tasks, err := r.store(ctx, db, r.wake.statements(stamp != 0), topic, insertion, creations, revivals)
+	deferred := edge.Deferred(creations)
+	stamp := r.wake.Claim(topic, deferred)
+	tasks, err := r.store(ctx, db, r.wake.statements(stamp != 0, deferred), topic, insertion, creations, revivals)
 	if err != nil {
-		r.wake.Forget(topic, stamp)
+		r.wake.Forget(topic, deferred, stamp)
 	}
 	return tasks, err
 }

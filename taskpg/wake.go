@@ -19,9 +19,9 @@ const defaultWakeInterval = 2 * time.Millisecond
 // notifies, the others of the interval do not (a leading edge).
 type wakeUps struct {
 	*edge.Edge
-	// plain and notifying are the push statements without and with the
-	// notification.
-	plain, notifying pushStatements
+	// plain is the push statements without a notification; notifying and
+	// notifyingDue notify TasksChannel and DueChannel.
+	plain, notifying, notifyingDue pushStatements
 }
 
 // pushStatements are the statements of Push. The notifying ones call
@@ -40,19 +40,27 @@ type pushStatements struct {
 func newWakeUps(s settings, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff, s.wakeInterval, s.quiet)}
 	w.plain = pushStatements{push: q.push, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone, pushSequences: q.pushSequences}
-	notify := notifying(TasksChannel(schema))
-	for i, statement := range q.push {
+	w.notifying = w.plain.notifying(TasksChannel(schema))
+	w.notifyingDue = w.plain.notifying(DueChannel(schema))
+	return w
+}
+
+// notifying returns the statements of p that also notify channel.
+func (p pushStatements) notifying(channel string) pushStatements {
+	notify := notifying(channel)
+	var n pushStatements
+	for i, statement := range p.push {
 		if statement != "" {
-			w.notifying.push[i] = notify(statement)
+			n.push[i] = notify(statement)
 		}
 	}
 	// pushOneAlone has no topic check to hang the notification on: the
 	// notifying push of one task checks the topic as pushOne does, which
 	// costs little at one push per topic and interval.
-	w.notifying.pushOne = notify(q.pushOne)
-	w.notifying.pushOneAlone = w.notifying.pushOne
-	w.notifying.pushSequences = notify(q.pushSequences)
-	return w
+	n.pushOne = notify(p.pushOne)
+	n.pushOneAlone = n.pushOne
+	n.pushSequences = notify(p.pushSequences)
+	return n
 }
 
 // topicCheck is the condition by which every push statement finds its
@@ -69,9 +77,13 @@ func notifying(channel string) func(statement string) string {
 	}
 }
 
-// statements returns the push statements of a push that notifies or not.
-func (w *wakeUps) statements(notify bool) *pushStatements {
-	if notify {
+// statements returns the push statements of a push that notifies or not,
+// of deferred tasks or not.
+func (w *wakeUps) statements(notify, deferred bool) *pushStatements {
+	switch {
+	case notify && deferred:
+		return &w.notifyingDue
+	case notify:
 		return &w.notifying
 	}
 	return &w.plain

@@ -189,20 +189,41 @@ func (c *Client[Tx]) stopRun(ctx context.Context, cr *clientRun[Tx]) error {
 // Resume wakes the Managers of topics, or every Manager when none are
 // named, so that they poll at once.
 func (c *Client[Tx]) Resume(topics ...string) {
-	c.mu.Lock()
-	var managers []*Manager[Tx]
-	if len(topics) == 0 {
-		managers = slices.Collect(maps.Values(c.managers))
+	for _, m := range c.managersOf(topics) {
+		m.Resume()
 	}
+}
+
+// wake wakes the Managers of topics (every Manager for none) for new ready
+// tasks: unlike Resume, it leaves their due times as they are.
+func (c *Client[Tx]) wake(topics ...string) {
+	for _, m := range c.managersOf(topics) {
+		m.signal()
+	}
+}
+
+// touchDue has the Managers of topics (every Manager for none) read when
+// their next deferred task is due, at their next poll.
+func (c *Client[Tx]) touchDue(topics []string) {
+	for _, m := range c.managersOf(topics) {
+		m.due.touch()
+	}
+}
+
+// managersOf returns the Managers of topics, every Manager for none.
+func (c *Client[Tx]) managersOf(topics []string) []*Manager[Tx] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(topics) == 0 {
+		return slices.Collect(maps.Values(c.managers))
+	}
+	var managers []*Manager[Tx]
 	for _, topic := range topics {
 		if m, ok := c.managers[topic]; ok {
 			managers = append(managers, m)
 		}
 	}
-	c.mu.Unlock()
-	for _, m := range managers {
-		m.Resume()
-	}
+	return managers
 }
 
 // resumeLocal wakes the managers of topics to which a completion pushed

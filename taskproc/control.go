@@ -10,7 +10,8 @@ import (
 // Notifier and the reconciliation of activations, until stop.
 type control struct {
 	s         settings
-	resume    func(topics ...string)                           // wakes the Managers of topics
+	wake      func(topics ...string)                           // wakes the Managers of topics
+	touch     func(topics []string)                            // has them read their next due time
 	reconcile func(ctx context.Context, topics []string) error // reads activations (all for none)
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -21,7 +22,7 @@ type control struct {
 
 // startControl starts the keeper, the Notifier and the reconciliation.
 func (c *Client[Tx]) startControl(ctx context.Context) *control {
-	k := &control{s: c.s, resume: c.Resume, reconcile: c.reconcile,
+	k := &control{s: c.s, wake: c.wake, touch: c.touchDue, reconcile: c.reconcile,
 		stop: make(chan struct{}), pending: map[string]bool{}, signal: make(chan struct{}, 1)}
 	if c.s.heartbeat > 0 {
 		k.wg.Go(func() { c.keeper.run(ctx, k.stop) })
@@ -43,10 +44,13 @@ func (k *control) halt() {
 func (k *control) listen(ctx context.Context) {
 	ctx, cancel := untilClosed(ctx, k.stop)
 	defer cancel()
-	w := newWaker(k.resume, k.s.window)
+	w := newWaker(k.wake, k.s.window)
 	defer w.stop()
 	lost := func(err error) { k.s.notify(Event{Kind: EventNotifierLost, Err: err}) }
-	if err := k.s.notifier.Listen(ctx, w.wake, k.activated, lost); err != nil && ctx.Err() == nil {
+	// A push of deferred tasks has the Managers read their next due time
+	// at once, before the wake-up, which may come at the end of a window.
+	deferred := func(topics []string) { k.touch(topics); w.wake(topics) }
+	if err := k.s.notifier.Listen(ctx, w.wake, deferred, k.activated, lost); err != nil && ctx.Err() == nil {
 		lost(err)
 	}
 }

@@ -12,12 +12,12 @@ const dueFloor = 2 * time.Millisecond
 // becomes due, so that the loop, idle otherwise, polls then rather than
 // after its pause. A poll's transaction reads NextDue first, but only when
 // something may have deferred a task since the last read: this process
-// retried or snoozed one, a wake-up came (a push, perhaps of a deferred
-// task), or the due time read before has passed. Without a Notifier no
-// wake-up tells of pushes, so every poll after an empty one reads it. A
-// busy loop thus reads it only after its own retries, and an idle one with
-// wake-ups not at all. A Defer elsewhere wakes nobody: its task is polled
-// within a pause of its time.
+// retried or snoozed one, a Notifier told of a push of deferred tasks (not
+// of ready ones: see Notifier), Resume was called, or the due time read
+// before has passed. Without a Notifier nothing tells of pushes, so every
+// poll after an empty one reads it. A busy loop thus reads it only after
+// its own retries, and one woken for ready tasks not at all. A Defer
+// elsewhere wakes nobody: its task is polled within a pause of its time.
 type dueWatch struct {
 	mu     sync.Mutex
 	at     time.Time // when the earliest deferred task is due; zero for none

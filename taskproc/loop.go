@@ -149,8 +149,7 @@ func (m *Manager[Tx]) wait(r *run, wake chan struct{}, d time.Duration) {
 	}
 	select {
 	case <-r.loopCtx.Done():
-	case <-wake:
-		m.due.touch()
+	case <-wake: // Resume and a push of deferred tasks touched the due watch
 		m.s.notify(Event{Kind: EventWoken, Topic: m.topic})
 	case <-timeout:
 	}

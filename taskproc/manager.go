@@ -192,10 +192,18 @@ func (m *Manager[Tx]) Active() bool {
 	return m.run != nil && m.run.loops > 0 && !m.run.stopping
 }
 
-// Resume wakes the loop if it waits, so that it polls at once; a wake-up
-// while the loop is busy is kept, and its next wait returns at once. It
-// reports whether the loop runs.
+// Resume wakes the loop if it waits, so that it polls at once, and has it
+// read when its next deferred task is due; a wake-up while the loop is
+// busy is kept, and its next wait returns at once. It reports whether the
+// loop runs.
 func (m *Manager[Tx]) Resume() bool {
+	m.due.touch()
+	return m.signal()
+}
+
+// signal wakes the loops if they wait, and reports whether the Manager
+// runs; Resume also has them read their next due time.
+func (m *Manager[Tx]) signal() bool {
 	m.mu.Lock()
 	r := m.run
 	running := r != nil && r.loops > 0 && !r.stopping

@@ -11,14 +11,17 @@ import (
 // or reconciliation. taskpg.NewNotifier listens on PostgreSQL; polling
 // every pause stays the correctness path, a notification is a hint.
 type Notifier interface {
-	// Listen calls wake with the topics that got new tasks and activated
-	// with the topics whose activation changed, until ctx ends; then it
-	// returns ctx's error. When notifications may have been lost (a
-	// connection that dropped and came back), it calls wake and activated
-	// with no topics, which stands for every topic. lost is called with
-	// each error Listen meets and recovers from. The callbacks are called
-	// from Listen's goroutine and must return quickly.
-	Listen(ctx context.Context, wake, activated func(topics []string), lost func(err error)) error
+	// Listen calls wake with the topics that got new ready tasks, deferred
+	// with the topics that got deferred tasks (a not-before time, past or
+	// to come), and activated with the topics whose activation changed,
+	// until ctx ends; then it returns ctx's error. A Manager woken through
+	// deferred also reads when its topic's next task is due; one woken
+	// through wake need not, which saves two statements per wake-up. When
+	// notifications may have been lost (a connection that dropped and came
+	// back), it calls each with no topics, which stands for every topic.
+	// lost is called with each error Listen meets and recovers from. The
+	// callbacks are called from Listen's goroutine and must return quickly.
+	Listen(ctx context.Context, wake, deferred, activated func(topics []string), lost func(err error)) error
 }
 
 // waker wakes a Client's Managers on notifications, per topic on the
