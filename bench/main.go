@@ -30,10 +30,6 @@ import (
 	"time"
 )
 
-// defaultDatabase is the server used when neither --database nor
-// TASK_BENCH_POSTGRES_URL names one.
-const defaultDatabase = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
 // config holds the command line.
 type config struct {
 	database string
@@ -100,11 +96,9 @@ func main() {
 func parseFlags() (config, error) {
 	var cfg config
 	var only, proc, wakeUps string
-	database := os.Getenv("TASK_BENCH_POSTGRES_URL")
-	if database == "" {
-		database = defaultDatabase
-	}
-	flag.StringVar(&cfg.database, "database", database, "PostgreSQL URL of the server (default $TASK_BENCH_POSTGRES_URL); its database is only used to create the scenario databases")
+	flag.StringVar(&cfg.database, "database", os.Getenv("TASK_BENCH_POSTGRES_URL"),
+		"PostgreSQL URL of an existing server (default $TASK_BENCH_POSTGRES_URL; neither: the bench starts a server of its own from "+
+			postgresBin+"); its database is only used to create the scenario databases")
 	flag.BoolVar(&cfg.quick, "quick", false, "scale everything down for a smoke run of under a minute")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run: "+strings.Join(scenarioNames(), ","))
 	flag.StringVar(&cfg.json, "json", "results/latest.json", "where to write the results as JSON (empty: nowhere)")
@@ -154,6 +148,15 @@ func run(ctx context.Context, cfg config) error {
 		if !slices.Contains(scenarioNames(), name) {
 			return fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(scenarioNames(), ","))
 		}
+	}
+	if cfg.database == "" {
+		srv, err := startServer(ctx)
+		if err != nil {
+			return fmt.Errorf("start the bench's own PostgreSQL: %w", err)
+		}
+		defer func() { _ = srv.stop() }() // also after Ctrl-C, which ends ctx and so the run
+		cfg.database = srv.url()
+		fmt.Fprintf(os.Stderr, "own server: PostgreSQL on 127.0.0.1:%d in %s\n", srv.port, srv.dir)
 	}
 	b, err := newBench(ctx, cfg)
 	if err != nil {
