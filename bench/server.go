@@ -23,13 +23,16 @@ const postgresBin = "/usr/lib/postgresql/15/bin"
 // serverSettings are the settings of the bench's own server: durable as in
 // production (every commit flushed, full pages after a checkpoint), Debian's
 // default shared_buffers, and pg_stat_statements loaded so that the
-// statements of a task's life can be read (statements.go). Each scenario
+// statements of a task's life can be read (statements.go). Autovacuum is
+// off, as on the server of the earlier runs (docs/performance.md): the
+// burn-downs run without planner statistics, the traps hold for their whole
+// run, and no vacuum of one side's tables lands in the middle of a phase. Each scenario
 // pool holds 16 connections and River's listener and taskpg's Notifier one
 // more each, far below the default 100 connections.
 var serverSettings = []string{
 	"listen_addresses=127.0.0.1",
 	"fsync=on", "synchronous_commit=on", "full_page_writes=on",
-	"shared_buffers=128MB",
+	"shared_buffers=128MB", "autovacuum=off",
 	"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all",
 }
 
