@@ -102,6 +102,7 @@ func (b *bench) fresh(ctx context.Context, scenario, side string) (*pgxpool.Pool
 		drop()
 		return nil, nil, err
 	}
+	b.enableStatements(ctx, pool)
 	return pool, func() { pool.Close(); drop(); wireCounters.Delete(name) }, nil
 }
 

@@ -15,6 +15,9 @@ const docStatements = 12
 // the other.
 func statementBlocks(r *Report) map[string]string {
 	blocks := map[string]string{}
+	for _, name := range []string{"statements_100", "statements_1k"} {
+		blocks[name] = "" // filled below, or said to be missing
+	}
 	for _, s := range r.Statements {
 		name := "statements_" + strings.TrimPrefix(s.Run, "continuous_paced_")
 		var buf bytes.Buffer
@@ -23,6 +26,11 @@ func statementBlocks(r *Report) map[string]string {
 		}
 		writeStatements(&buf, s)
 		blocks[name] += buf.String()
+	}
+	for name, text := range blocks {
+		if text == "" {
+			blocks[name] = "These results hold no statements: they come from a run before issue 24, or without the continuous scenario.\n"
+		}
 	}
 	return blocks
 }
