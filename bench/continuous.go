@@ -78,8 +78,9 @@ func (p pace) about(d time.Duration) string {
 // committed completion, the server's cost per task, and, paced, the
 // statements of a task's life. taskrepo works with its own consumers and
 // through taskproc, River tuned as river bench runs it and with its
-// default fetch settings. Flat out, taskproc and tuned River run the
-// scale's rounds in alternating order and the median round counts.
+// default fetch settings. taskproc and tuned River run the scale's rounds
+// in alternating order and the median round counts, its statements
+// included.
 func runContinuous(ctx context.Context, b *bench) error {
 	for _, p := range b.paces() {
 		scenario := "continuous_" + p.key()
@@ -89,11 +90,7 @@ func runContinuous(ctx context.Context, b *bench) error {
 		if err != nil {
 			return err
 		}
-		rounds := 1
-		if p.rate == 0 {
-			rounds = b.scale.rounds
-		}
-		proc, river, err := b.alternate(ctx, scenario, rounds,
+		proc, river, err := b.alternate(ctx, scenario, b.scale.rounds,
 			sideRun{"taskproc", func(pool *pgxpool.Pool) (result, error) { return b.procContinuous(ctx, pool, p) }},
 			sideRun{"river", func(pool *pgxpool.Pool) (result, error) { return b.riverContinuous(ctx, pool, riverTuned, p) }})
 		if err != nil {

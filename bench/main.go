@@ -149,7 +149,8 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(scenarioNames(), ","))
 		}
 	}
-	if cfg.database == "" {
+	own := cfg.database == ""
+	if own {
 		srv, err := startServer(ctx)
 		if err != nil {
 			return fmt.Errorf("start the bench's own PostgreSQL: %w", err)
@@ -161,6 +162,9 @@ func run(ctx context.Context, cfg config) error {
 	b, err := newBench(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if own {
+		b.report.Notes = append(b.report.Notes, "server: the bench's own, started from "+postgresBin+" with "+strings.Join(serverSettings, ", "))
 	}
 	defer b.close()
 	started := time.Now()

@@ -70,7 +70,7 @@ type Figure struct {
 func newReport(ctx context.Context, admin *pgx.Conn, cfg config) (*Report, error) {
 	r := &Report{
 		Date:    time.Now().UTC().Format(time.RFC3339),
-		Command: "go run . " + strings.Join(os.Args[1:], " "),
+		Command: "go run . " + shellWords(os.Args[1:]),
 		Quick:   cfg.quick,
 		Machine: Machine{
 			CPUs: runtime.NumCPU(), MemoryGiB: memoryGiB(),
@@ -92,6 +92,20 @@ func newReport(ctx context.Context, admin *pgx.Conn, cfg config) (*Report, error
 		r.Machine.Settings[name] = value
 	}
 	return r, nil
+}
+
+// shellWords writes args as a shell would read them back: an empty
+// argument or one with a space or a quote in single quotes, so that the
+// command in the results (and in the docs) can be run as written.
+func shellWords(args []string) string {
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\*?;&|<>()") {
+			words[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // memoryGiB reads MemTotal from /proc/meminfo; 0 when unknown.
