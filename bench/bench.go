@@ -48,6 +48,7 @@ type bench struct {
 	url    string
 	scale  scale
 	report *Report
+	pgss   string // why pg_stat_statements cannot be read; "" when it can
 	// The empty-table burn-downs, which traps and growth compare with;
 	// nil until the burndown scenario ran.
 	burn, riverBurn *result
@@ -58,7 +59,7 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", redact(cfg.database), err)
 	}
-	b := &bench{admin: admin, url: cfg.database, scale: cfg.scale}
+	b := &bench{admin: admin, url: cfg.database, scale: cfg.scale, pgss: statementsAvailable(ctx, admin)}
 	b.report, err = newReport(ctx, admin, cfg)
 	if err != nil {
 		_ = admin.Close(ctx)
@@ -93,13 +94,16 @@ func (b *bench) fresh(ctx context.Context, scenario, side string) (*pgxpool.Pool
 	}
 	pcfg.ConnConfig.Database = name
 	pcfg.MaxConns = poolSize
-	pcfg.ConnConfig.Tracer = &statementCounter{} // see runIdle
+	wire := &wireCounter{} // see runIdle and statements.go
+	wireCounters.Store(name, wire)
+	pcfg.ConnConfig.DialFunc = wire.dial(pcfg.ConnConfig.DialFunc)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		drop()
 		return nil, nil, err
 	}
-	return pool, func() { pool.Close(); drop() }, nil
+	b.enableStatements(ctx, pool)
+	return pool, func() { pool.Close(); drop(); wireCounters.Delete(name) }, nil
 }
 
 // redact hides the password of a URL for messages.

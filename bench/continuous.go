@@ -16,28 +16,32 @@ import (
 	"github.com/taskrepo/taskrepo/taskpg"
 )
 
-// contBatch is the batch of the producers in the continuous runs, but for
-// the slow paced run, whose producers push one task at a time.
+// contBatch is the batch of the producers flat out; the paced producers
+// push one task per transaction.
 const contBatch = 100
 
 // pace is one continuous run: flat out (rate 0) or paced at rate tasks/s,
-// the producers pushing batches of batch tasks.
+// producers pushing batches of batch tasks.
 type pace struct {
-	rate, batch int
-	// The ceilings of taskproc's latencies (by "start_p99" and the like)
-	// and the least ratio of its server CPU per task to River's.
-	ceilings  map[string]float64
-	cpuTarget float64
+	rate, batch, producers int
+	// The targets of taskproc's latencies: the least ratio to tuned River
+	// and the ceiling in ms, by "commit_start_p99" and the like; and the
+	// least ratio of its server CPU per task to River's.
+	targets, ceilings map[string]float64
+	cpuTarget         float64
 }
 
-// paces are the continuous runs: flat out, paced at the scale's rate in
-// batches, and paced at 100 tasks/s one task at a time, where a design
-// that polls shows its pause.
+// paces are the continuous runs: flat out, and paced at 1,000 and at 100
+// tasks/s, one task per push, where a design that polls shows its pause
+// and a design that wakes per push shows what a wake-up costs. The paced
+// targets are issue 24's: server CPU per task and commit → start p50 and
+// p99 no worse than tuned River's.
 func (b *bench) paces() []pace {
+	even := map[string]float64{"commit_start_p50": 1, "commit_start_p99": 1}
 	return []pace{
-		{rate: 0, batch: contBatch},
-		{rate: b.scale.pacedRate, batch: contBatch, ceilings: map[string]float64{"start_p99": 5, "done_p99": 15}, cpuTarget: 1},
-		{rate: slowRate, batch: 1, ceilings: map[string]float64{"start_p99": 5}},
+		{rate: 0, batch: contBatch, producers: b.scale.producers, cpuTarget: 1.4},
+		{rate: 1_000, batch: 1, producers: b.scale.singleProducers, targets: even, cpuTarget: 1},
+		{rate: slowRate, batch: 1, producers: b.scale.producers, targets: even, ceilings: map[string]float64{"start_p99": 5}, cpuTarget: 1},
 	}
 }
 
@@ -46,13 +50,10 @@ const slowRate = 100
 
 // key and name name the run in the report.
 func (p pace) key() string {
-	switch {
-	case p.rate == 0:
+	if p.rate == 0 {
 		return "flat"
-	case p.batch == 1:
-		return "paced_slow"
 	}
-	return "paced"
+	return "paced_" + strings.ToLower(abbreviate(p.rate))
 }
 
 func (p pace) name() string {
@@ -62,11 +63,24 @@ func (p pace) name() string {
 	return fmt.Sprintf("continuous, paced at %s tasks/s", abbreviate(p.rate))
 }
 
+// about says how the producers push.
+func (p pace) about(d time.Duration) string {
+	if p.batch == 1 {
+		return fmt.Sprintf("%d producers pushing one task per transaction, %s tasks/s in all, for %s", p.producers, abbreviate(p.rate), d)
+	}
+	return fmt.Sprintf("%d producers pushing batches of %d as fast as they can for %s", p.producers, p.batch, d)
+}
+
 // runContinuous measures producers and consumers at work together, flat out
-// and paced, for a fixed time: completed tasks per second and the latency
-// from push to start and to committed completion. taskrepo works with its
-// own consumers and through taskproc, River tuned as river bench runs it and
-// with its default fetch settings.
+// and paced, for a fixed window and the drain of what is left after it:
+// completed tasks per second within the window, the latency of every
+// pushed task from its push and from its commit to its start and its
+// committed completion, the server's cost per task, and, paced, the
+// statements of a task's life. taskrepo works with its own consumers and
+// through taskproc, River tuned as river bench runs it and with its
+// default fetch settings. taskproc and tuned River run the scale's rounds
+// in alternating order and the median round counts, its statements
+// included.
 func runContinuous(ctx context.Context, b *bench) error {
 	for _, p := range b.paces() {
 		scenario := "continuous_" + p.key()
@@ -76,90 +90,166 @@ func runContinuous(ctx context.Context, b *bench) error {
 		if err != nil {
 			return err
 		}
-		proc, err := b.side(ctx, scenario, "taskproc", func(pool *pgxpool.Pool) (result, error) {
-			return b.procContinuous(ctx, pool, p)
+		proc, river, err := b.alternate(ctx, scenario, b.scale.rounds,
+			sideRun{"taskproc", func(pool *pgxpool.Pool) (result, error) { return b.procContinuous(ctx, pool, p) }},
+			sideRun{"river", func(pool *pgxpool.Pool) (result, error) { return b.riverContinuous(ctx, pool, riverTuned, p) }})
+		if err != nil {
+			return err
+		}
+		defaults, err := b.side(ctx, scenario, "river-defaults", func(pool *pgxpool.Pool) (result, error) {
+			return b.riverContinuous(ctx, pool, riverDefaults, p)
 		})
 		if err != nil {
 			return err
 		}
-		rivers, err := b.riverSides(ctx, scenario, func(pool *pgxpool.Pool, t riverTuning) (result, error) {
-			return b.riverContinuous(ctx, pool, t, p)
-		})
-		if err != nil {
-			return err
-		}
-		b.reportContinuous(scenario, p, &task, &proc, rivers)
+		b.reportContinuous(scenario, p, &task, &proc, rivers{tuned: &river, defaults: &defaults})
 	}
 	return nil
 }
 
 // reportContinuous adds the figures of one continuous run.
 func (b *bench) reportContinuous(scenario string, p pace, task, proc *result, rivers rivers) {
-	name := p.name()
-	about := fmt.Sprintf("%d producers pushing batches of %d for %s", b.scale.producers, p.batch, b.scale.continuous)
-	if p.batch == 1 {
-		about = fmt.Sprintf("%d producers pushing one task at a time for %s", b.scale.producers, b.scale.continuous)
-	}
+	name, about := p.name(), p.about(b.scale.continuous)
 	target := 0.0
 	if p.rate == 0 {
 		target = 1.5
 	}
-	b.report.throughput(scenario, name+", completed", task, rivers, 0,
+	b.report.throughput(scenario, name+", completed within the window", task, rivers, 0,
 		fmt.Sprintf("%s; taskrepo: %d consumers; %s", about, b.scale.consumers, rivers.note()))
-	b.report.latency(scenario, name, task, rivers, nil)
+	b.report.latency(scenario, name, task, rivers, nil, nil)
+	if p.rate == 0 {
+		b.report.backlog(scenario, name, task, rivers)
+	}
 	b.report.costs(scenario, name, task, rivers, 0)
 	procName := strings.Replace(name, "continuous", "continuous through taskproc", 1)
-	b.report.throughput(scenario+"_taskproc", procName+", completed", proc, rivers, target,
+	b.report.throughput(scenario+"_taskproc", procName+", completed within the window", proc, rivers, target,
 		fmt.Sprintf("%s; taskproc: %s; %s", about, b.scale.proc, rivers.note()))
-	b.report.latency(scenario+"_taskproc", procName, proc, rivers, p.ceilings)
+	b.report.latency(scenario+"_taskproc", procName, proc, rivers, p.targets, p.ceilings)
 	b.report.costs(scenario+"_taskproc", procName, proc, rivers, p.cpuTarget)
+	if p.rate == 0 {
+		b.report.backlog(scenario+"_taskproc", procName, proc, rivers)
+	} else {
+		b.report.statements(scenario, "taskproc", proc)
+		b.report.statements(scenario, "River", rivers.tuned)
+	}
 }
 
-// produce runs the producers until over is closed, each pushing a batch of
+// produce runs p's producers until over is closed, each pushing a batch of
 // p.batch tasks with push as fast as it can, or at p.rate tasks/s in all.
-// It returns how many tasks were pushed.
-func produce(over <-chan struct{}, producers int, p pace, push func(n int) error) (int, error) {
-	commits.Clear()
+// A paced producer keeps to a schedule (its k-th push is due k intervals
+// after its start) rather than a ticker, which would drop the ticks of a
+// slow push: behind, it pushes at once until it has caught up. It returns
+// how many tasks were pushed.
+func produce(over <-chan struct{}, p pace, push func(n int) error) (int, error) {
 	var (
 		g      errgroup.Group
 		pushed atomic.Int64
 	)
-	for range producers {
+	for range p.producers {
 		g.Go(func() error {
-			var tick <-chan time.Time
+			var interval time.Duration
 			if p.rate > 0 {
-				t := time.NewTicker(time.Duration(producers*p.batch) * time.Second / time.Duration(p.rate))
-				defer t.Stop()
-				tick = t.C
+				interval = time.Duration(p.producers*p.batch) * time.Second / time.Duration(p.rate)
 			}
-			for {
-				if tick != nil {
+			due := time.Now()
+			for !closed(over) {
+				if wait := time.Until(due); wait > 0 {
 					select {
-					case <-tick:
+					case <-time.After(wait):
 					case <-over:
+						return nil
 					}
-				}
-				if closed(over) {
-					return nil
 				}
 				if err := push(p.batch); err != nil {
 					return err
 				}
 				pushed.Add(int64(p.batch))
+				due = due.Add(interval)
 			}
+			return nil
 		})
 	}
 	err := g.Wait()
 	return int(pushed.Load()), err
 }
 
-// pushedNote tells how fast the producers pushed.
-func pushedNote(pushed int, d time.Duration) string {
-	return fmt.Sprintf("pushed %.0f tasks/s", float64(pushed)/d.Seconds())
+// runWindow measures one side's continuous run: work runs the side's
+// consumers, already set up, until its channel is closed; push pushes n
+// tasks and notes their commit. The producers push for the scale's window;
+// then the consumers go on until every pushed task is completed (or the
+// scale's timeout has passed), so that the latencies cover every task, the
+// backlog drained after the window included. The cost and the statements
+// cover the window and the drain.
+func (b *bench) runWindow(ctx context.Context, pool *pgxpool.Pool, p pace, start, done *latencies,
+	work func(stop <-chan struct{}) error, push func(n int) error) (result, error) {
+	commits.Clear()
+	w := &window{length: b.scale.continuous}
+	var stmts *StatementRun
+	r, err := measure(ctx, pool, func() (int, string, error) {
+		probe := b.probeStatements(ctx, pool)
+		stop, quit := make(chan struct{}), make(chan struct{})
+		var workErr error
+		go func() { defer close(quit); workErr = work(stop) }()
+		over, atEnd := closeAfterCounting(w.length, done)
+		pushed, err := produce(over, p, push)
+		w.pushed, w.inWindow = pushed, <-atEnd
+		ended := time.Now()
+		w.left = awaitDone(done, pushed, b.scale.timeout, quit)
+		w.drain = time.Since(ended)
+		close(stop)
+		<-quit
+		start.resolve()
+		done.resolve()
+		var readErr error
+		stmts, readErr = probe.read(ctx, done.count())
+		if stmts != nil {
+			stmts.Run = "continuous_" + p.key()
+		}
+		return done.count(), w.note(), errors.Join(err, workErr, readErr)
+	})
+	r.start, r.done, r.run, r.stmts = start, done, w, stmts
+	return r, err
 }
 
-// taskContinuous runs taskrepo's producers and consumers for the scale's
-// time.
+// closeAfterCounting returns a channel closed once d has passed, and one
+// that then yields how many tasks done had recorded at that moment.
+func closeAfterCounting(d time.Duration, done *latencies) (<-chan struct{}, <-chan int) {
+	over, count := make(chan struct{}), make(chan int, 1)
+	time.AfterFunc(d, func() {
+		count <- done.count()
+		close(over)
+	})
+	return over, count
+}
+
+// awaitDone waits until done has recorded pushed tasks, timeout has passed
+// or quit is closed (the consumers gave up), and returns how many tasks
+// were left.
+func awaitDone(done *latencies, pushed int, timeout time.Duration, quit <-chan struct{}) int {
+	deadline := time.After(timeout)
+	for done.count() < pushed {
+		select {
+		case <-quit:
+			return pushed - done.count()
+		case <-deadline:
+			return pushed - done.count()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return 0
+}
+
+// note tells how fast the producers pushed and how the drain went.
+func (w *window) note() string {
+	note := fmt.Sprintf("pushed %.0f tasks/s; backlog of %d tasks at the window's end drained in %s",
+		float64(w.pushed)/w.length.Seconds(), w.pushed-w.inWindow, w.drain.Round(time.Millisecond))
+	if w.left > 0 {
+		note += fmt.Sprintf(", %d tasks left undone", w.left)
+	}
+	return note
+}
+
+// taskContinuous runs taskrepo's producers and its own consumers.
 func (b *bench) taskContinuous(ctx context.Context, pool *pgxpool.Pool, p pace) (result, error) {
 	repo, err := setupTaskrepo(ctx, pool)
 	if err != nil {
@@ -170,29 +260,19 @@ func (b *bench) taskContinuous(ctx context.Context, pool *pgxpool.Pool, p pace) 
 	if err != nil {
 		return result{}, err
 	}
-	r, err := measure(ctx, pool, func() (int, string, error) {
-		over, release := closeAfter(b.scale.continuous)
-		defer release()
+	work := func(stop <-chan struct{}) error {
 		var g errgroup.Group
 		for _, c := range cs {
-			g.Go(func() error { return consume(ctx, c, over) })
+			g.Go(func() error { return consume(ctx, c, stop) })
 		}
-		var pushed int
-		g.Go(func() (err error) {
-			pushed, err = b.taskProduce(ctx, repo, pool, over, p)
-			return err
-		})
-		err := g.Wait()
-		return done.count(), pushedNote(pushed, b.scale.continuous), err
-	})
-	r.start, r.done = start, done
-	return r, err
+		return g.Wait()
+	}
+	return b.runWindow(ctx, pool, p, start, done, work, taskPusher(ctx, repo, pool))
 }
 
-// taskProduce runs the scale's producers, pushing to taskrepo as p says
-// until over is closed, and returns how many tasks they pushed.
-func (b *bench) taskProduce(ctx context.Context, repo *taskpg.Repository, pool *pgxpool.Pool, over <-chan struct{}, p pace) (int, error) {
-	return produce(over, b.scale.producers, p, func(n int) error {
+// taskPusher returns the push of taskrepo's producers.
+func taskPusher(ctx context.Context, repo *taskpg.Repository, pool *pgxpool.Pool) func(n int) error {
+	return func(n int) error {
 		cs := creations(0, n, uniqueIdentifier)
 		if _, err := repo.Push(ctx, pool, topic, taskapi.Append, cs...); err != nil {
 			return err
@@ -202,12 +282,11 @@ func (b *bench) taskProduce(ctx context.Context, repo *taskpg.Repository, pool *
 			noteCommit(pushed)
 		}
 		return err
-	})
+	}
 }
 
 // procContinuous runs taskrepo's producers and taskproc's Clients, started
-// beforehand, for the scale's time; the Clients are stopped once the clock
-// has stopped.
+// beforehand; the Clients are stopped once the clock has stopped.
 func (b *bench) procContinuous(ctx context.Context, pool *pgxpool.Pool, p pace) (result, error) {
 	repo, err := setupTaskrepo(ctx, pool)
 	if err != nil {
@@ -221,15 +300,13 @@ func (b *bench) procContinuous(ctx context.Context, pool *pgxpool.Pool, p pace) 
 	if err := run.start(ctx); err != nil {
 		return result{}, errors.Join(err, run.stop())
 	}
-	r, err := measure(ctx, pool, func() (int, string, error) {
-		over, release := closeAfter(b.scale.continuous)
-		defer release()
-		run.heard.recording.Store(true)
-		pushed, err := b.taskProduce(ctx, repo, pool, over, p)
-		run.heard.recording.Store(false)
-		return done.count(), pushedNote(pushed, b.scale.continuous), errors.Join(err, run.heard.failure())
-	})
-	r.start, r.done = start, done
+	work := func(stop <-chan struct{}) error {
+		<-stop
+		return run.heard.failure()
+	}
+	run.heard.recording.Store(true) // before the first push
+	r, err := b.runWindow(ctx, pool, p, start, done, work, taskPusher(ctx, repo, pool))
+	run.heard.recording.Store(false)
 	return r, errors.Join(err, run.stop())
 }
 
@@ -252,7 +329,7 @@ func consume(ctx context.Context, c *consumer, over <-chan struct{}) error {
 }
 
 // riverContinuous runs River's producers and its started client, tuned as
-// t, for the scale's time.
+// t.
 func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, t riverTuning, p pace) (result, error) {
 	if err := setupRiver(ctx, pool); err != nil {
 		return result{}, err
@@ -268,42 +345,30 @@ func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, t river
 		return result{}, err
 	}
 	defer stopRiver(client)
-	r, err := measure(ctx, pool, func() (int, string, error) {
-		over, release := closeAfter(b.scale.continuous)
-		defer release()
-		var g errgroup.Group
-		g.Go(func() error {
-			for {
-				select {
-				case e := <-events:
-					if pushed, ok := eventPushed(e.Job); ok {
-						done.since(pushed, time.Now())
-					}
-				case <-over:
-					return nil
+	work := func(stop <-chan struct{}) error {
+		for {
+			select {
+			case e := <-events:
+				if pushed, ok := eventPushed(e.Job); ok {
+					done.since(pushed, time.Now())
 				}
+			case <-stop:
+				return nil
 			}
-		})
-		var pushed int
-		g.Go(func() (err error) {
-			pushed, err = produce(over, b.scale.producers, p, func(n int) error {
-				jobs := riverJobs(n)
-				var err error
-				if n == 1 { // a single insert, as the producer of one task would
-					_, err = client.Insert(ctx, jobs[0].Args, nil)
-				} else {
-					_, err = client.InsertManyFast(ctx, jobs)
-				}
-				if err == nil {
-					noteCommit(jobs[0].Args.(benchArgs).Pushed)
-				}
-				return err
-			})
-			return err
-		})
-		err := g.Wait()
-		return done.count(), pushedNote(pushed, b.scale.continuous), err
-	})
-	r.start, r.done = start, done
-	return r, err
+		}
+	}
+	push := func(n int) error {
+		jobs := riverJobs(n)
+		var err error
+		if n == 1 { // a single insert, as the producer of one task would
+			_, err = client.Insert(ctx, jobs[0].Args, nil)
+		} else {
+			_, err = client.InsertManyFast(ctx, jobs)
+		}
+		if err == nil {
+			noteCommit(jobs[0].Args.(benchArgs).Pushed)
+		}
+		return err
+	}
+	return b.runWindow(ctx, pool, p, start, done, work, push)
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -19,10 +21,9 @@ import (
 func docBlocks(r *Report) map[string]string {
 	var table bytes.Buffer
 	writeTable(&table, r)
-	return map[string]string{
-		"table":   table.String(),
-		"machine": machineText(r),
-	}
+	blocks := statementBlocks(r)
+	blocks["table"], blocks["machine"] = table.String(), machineText(r)
+	return blocks
 }
 
 // machineText says when and where the results were measured.
@@ -34,7 +35,7 @@ func machineText(r *Report) string {
 }
 
 // blockPattern finds the generated blocks of a document.
-var blockPattern = regexp.MustCompile(`(?s)(<!-- bench:([a-z]+) -->\n)(.*?)(<!-- /bench:([a-z]+) -->)`)
+var blockPattern = regexp.MustCompile(`(?s)(<!-- bench:([a-z0-9_]+) -->\n)(.*?)(<!-- /bench:([a-z0-9_]+) -->)`)
 
 // renderDocs returns doc with every generated block written from r.
 func renderDocs(doc []byte, r *Report) ([]byte, error) {
@@ -48,7 +49,7 @@ func renderDocs(doc []byte, r *Report) ([]byte, error) {
 		case name != end:
 			err = fmt.Errorf("block %q ends as %q", name, end)
 		case !ok:
-			err = fmt.Errorf("no block named %q (have table, machine)", name)
+			err = fmt.Errorf("no block named %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(blocks)), ", "))
 		}
 		if err != nil {
 			return m

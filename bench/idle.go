@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -28,9 +26,11 @@ type idling struct {
 
 // runIdle starts one consumer process of each side on an empty topic and
 // counts, over the scale's idle window, the statements it sends and the CPU
-// the server spends on it: what a fleet of idle consumers costs.
+// the server spends on it: what a fleet of idle consumers costs. taskproc
+// and tuned River run the scale's rounds in alternating order; the median
+// of each figure counts.
 func runIdle(ctx context.Context, b *bench) error {
-	proc, err := b.idleSide(ctx, "taskproc", func(pool *pgxpool.Pool) (func() error, error) {
+	proc := func(pool *pgxpool.Pool) (func() error, error) {
 		if _, err := setupTaskrepo(ctx, pool); err != nil {
 			return nil, err
 		}
@@ -41,13 +41,9 @@ func runIdle(ctx context.Context, b *bench) error {
 			return nil, err
 		}
 		return run.stop, run.start(ctx)
-	})
-	if err != nil {
-		return err
 	}
-	var river [2]idling
-	for i, t := range []riverTuning{riverTuned, riverDefaults} {
-		river[i], err = b.idleSide(ctx, "river", func(pool *pgxpool.Pool) (func() error, error) {
+	river := func(t riverTuning) func(pool *pgxpool.Pool) (func() error, error) {
+		return func(pool *pgxpool.Pool) (func() error, error) {
 			if err := setupRiver(ctx, pool); err != nil {
 				return nil, err
 			}
@@ -56,21 +52,55 @@ func runIdle(ctx context.Context, b *bench) error {
 				return nil, err
 			}
 			return func() error { stopRiver(client); return nil }, client.Start(ctx)
-		})
-		if err != nil {
-			return err
 		}
 	}
-	window := b.scale.idle.String()
-	b.report.add(Figure{Key: "idle_statements", Name: "idle for " + window + ": statements per second (1 process, 1 topic)",
-		Unit: "stmt/s", Lower: true, Taskrepo: value(proc.statements), River: value(river[0].statements),
-		RiverDefaults: value(river[1].statements), Ceiling: idleCeiling,
-		Note: "every statement a consumer process sends, BEGIN and COMMIT included, counted by a pgx tracer on its pool; taskproc: " +
-			b.scale.proc.String() + "; River: " + riverTuned.String() + "; River defaults: " + riverDefaults.String()})
-	b.report.add(Figure{Key: "idle_cpu", Name: "idle for " + window + ": server CPU per second", Unit: "ms", Lower: true,
-		Taskrepo: value(proc.cpu), River: value(river[0].cpu), RiverDefaults: value(river[1].cpu),
-		Note: "CPU of the scenario database's server processes (/proc), the LISTEN connections included"})
+	var rounds [2][]idling
+	for i := range b.scale.rounds {
+		for _, s := range order(i) {
+			start, side := proc, "taskproc"
+			if s == 1 {
+				start, side = river(riverTuned), "river"
+			}
+			idle, err := b.idleSide(ctx, side, start)
+			if err != nil {
+				return err
+			}
+			rounds[s] = append(rounds[s], idle)
+		}
+	}
+	defaults, err := b.idleSide(ctx, "river-defaults", river(riverDefaults))
+	if err != nil {
+		return err
+	}
+	b.reportIdle(medianIdle(rounds[0]), medianIdle(rounds[1]), defaults)
 	return nil
+}
+
+// medianIdle returns the median of each figure of the rounds.
+func medianIdle(rounds []idling) idling {
+	var statements, cpu []float64
+	for _, r := range rounds {
+		statements, cpu = append(statements, r.statements), append(cpu, r.cpu)
+	}
+	return idling{statements: medianOf(statements), cpu: medianOf(cpu)}
+}
+
+// reportIdle adds the idle figures.
+func (b *bench) reportIdle(proc, river, defaults idling) {
+	window := b.scale.idle.String()
+	rounds := ""
+	if b.scale.rounds > 1 {
+		rounds = fmt.Sprintf("; taskproc and River: median of %d rounds in alternating order", b.scale.rounds)
+	}
+	b.report.add(Figure{Key: "idle_statements", Name: "idle for " + window + ": statements per second (1 process, 1 topic)",
+		Unit: "stmt/s", Lower: true, Taskrepo: value(proc.statements), River: value(river.statements),
+		RiverDefaults: value(defaults.statements), Ceiling: idleCeiling,
+		Note: "every statement the server receives from the process, read off the wire of its connections " +
+			"(Query and Execute messages: BEGIN and COMMIT included, the LISTEN connection's pings too); taskproc: " +
+			b.scale.proc.String() + "; River: " + riverTuned.String() + "; River defaults: " + riverDefaults.String() + rounds})
+	b.report.add(Figure{Key: "idle_cpu", Name: "idle for " + window + ": server CPU per second", Unit: "ms", Lower: true,
+		Taskrepo: value(proc.cpu), River: value(river.cpu), RiverDefaults: value(defaults.cpu),
+		Note: "CPU of the scenario database's server processes (/proc), the LISTEN connections included" + rounds})
 }
 
 // idleSide starts a side's consumer in a fresh database with start, lets it
@@ -101,17 +131,17 @@ func (b *bench) idleWindow(ctx context.Context, pool *pgxpool.Pool) (idling, err
 	if !sleepFor(ctx, idleWarmUp) {
 		return idling{}, ctx.Err()
 	}
-	counter := statementsOf(pool)
 	meter, err := startCost(ctx, pool)
 	if err != nil {
 		return idling{}, err
 	}
-	first := counter.n.Load()
+	wire := wireOf(pool)
+	first := wire.read()
 	began := time.Now()
 	if !sleepFor(ctx, b.scale.idle) {
 		return idling{}, ctx.Err()
 	}
-	sent := counter.n.Load() - first
+	sent := wire.since(first).statements
 	elapsed := time.Since(began).Seconds()
 	c, err := meter.stop(ctx)
 	if err != nil {
@@ -132,47 +162,4 @@ func sleepFor(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// statementCounter is a pgx tracer that counts the statements sent on the
-// connections of a pool: queries and executions (BEGIN and COMMIT among
-// them), each statement of a batch, and COPYs.
-type statementCounter struct{ n atomic.Int64 }
-
-var (
-	_ pgx.QueryTracer    = (*statementCounter)(nil)
-	_ pgx.BatchTracer    = (*statementCounter)(nil)
-	_ pgx.CopyFromTracer = (*statementCounter)(nil)
-)
-
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
-}
-
-func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
-	c.n.Add(1)
-}
-
-func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (c *statementCounter) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
-	c.n.Add(1)
-	return ctx
-}
-
-func (c *statementCounter) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
-
-// statementsOf returns the counter of a pool made by bench.fresh.
-func statementsOf(pool *pgxpool.Pool) *statementCounter {
-	if c, ok := pool.Config().ConnConfig.Tracer.(*statementCounter); ok {
-		return c
-	}
-	return &statementCounter{} // never: fresh sets one
 }

@@ -1,8 +1,8 @@
 // Command bench measures taskrepo (taskpg) against River on one PostgreSQL
 // server: bulk and single pushes (with wake-ups and without), a burn-down of
-// a full queue, continuous load flat out and paced (10k tasks/s in batches,
-// 100 tasks/s one at a time) with latencies from the push and from its
-// commit, the burn-down next to 2M old rows, the poll traps (no statistics,
+// a full queue, continuous load flat out and paced (1,000 and 100 tasks/s,
+// one task per push) with latencies from the push and from its commit, the
+// statements of a task's life (pg_stat_statements), the burn-down next to 2M old rows, the poll traps (no statistics,
 // stale statistics, autovacuum behind), an idle consumer process's
 // statements per second, and the server's cost per task. taskrepo works the
 // queue with consumers of its own that poll and complete, and through its
@@ -30,10 +30,6 @@ import (
 	"time"
 )
 
-// defaultDatabase is the server used when neither --database nor
-// TASK_BENCH_POSTGRES_URL names one.
-const defaultDatabase = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
 // config holds the command line.
 type config struct {
 	database string
@@ -56,7 +52,7 @@ type scale struct {
 	bulk, single, burn, growthOld int           // tasks
 	continuous                    time.Duration // length of each continuous run
 	idle                          time.Duration // length of the idle window
-	pacedRate                     int           // tasks/s of the paced run
+	rounds                        int           // rounds of burn-down, flat out and idle, the median reported
 	consumers, producers          int           // continuous and burn-down
 	singleProducers               int           // concurrent single pushes
 	bulkRounds, singleRounds      int           // rounds of bulk and single pushes, the median reported
@@ -71,13 +67,13 @@ var defaultProc = procConfig{clients: 1, size: 500, buffer: 4, workers: 4, polle
 var (
 	fullScale = scale{
 		bulk: 200_000, single: 5_000, burn: 200_000, growthOld: 2_000_000,
-		continuous: 20 * time.Second, pacedRate: 10_000, idle: 10 * time.Second,
+		continuous: 20 * time.Second, rounds: 3, idle: 10 * time.Second,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 3, singleRounds: 5,
 		timeout: 3 * time.Minute, proc: defaultProc,
 	}
 	quickScale = scale{
 		bulk: 20_000, single: 1_000, burn: 10_000, growthOld: 100_000,
-		continuous: 2 * time.Second, pacedRate: 10_000, idle: 2 * time.Second,
+		continuous: 2 * time.Second, rounds: 1, idle: 2 * time.Second,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 1, singleRounds: 1,
 		timeout: 4 * time.Second, proc: defaultProc,
 	}
@@ -100,11 +96,9 @@ func main() {
 func parseFlags() (config, error) {
 	var cfg config
 	var only, proc, wakeUps string
-	database := os.Getenv("TASK_BENCH_POSTGRES_URL")
-	if database == "" {
-		database = defaultDatabase
-	}
-	flag.StringVar(&cfg.database, "database", database, "PostgreSQL URL of the server (default $TASK_BENCH_POSTGRES_URL); its database is only used to create the scenario databases")
+	flag.StringVar(&cfg.database, "database", os.Getenv("TASK_BENCH_POSTGRES_URL"),
+		"PostgreSQL URL of an existing server (default $TASK_BENCH_POSTGRES_URL; neither: the bench starts a server of its own from "+
+			postgresBin+"); its database is only used to create the scenario databases")
 	flag.BoolVar(&cfg.quick, "quick", false, "scale everything down for a smoke run of under a minute")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run: "+strings.Join(scenarioNames(), ","))
 	flag.StringVar(&cfg.json, "json", "results/latest.json", "where to write the results as JSON (empty: nowhere)")
@@ -155,9 +149,22 @@ func run(ctx context.Context, cfg config) error {
 			return fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(scenarioNames(), ","))
 		}
 	}
+	own := cfg.database == ""
+	if own {
+		srv, err := startServer(ctx)
+		if err != nil {
+			return fmt.Errorf("start the bench's own PostgreSQL: %w", err)
+		}
+		defer func() { _ = srv.stop() }() // also after Ctrl-C, which ends ctx and so the run
+		cfg.database = srv.url()
+		fmt.Fprintf(os.Stderr, "own server: PostgreSQL on 127.0.0.1:%d in %s\n", srv.port, srv.dir)
+	}
 	b, err := newBench(ctx, cfg)
 	if err != nil {
 		return err
+	}
+	if own {
+		b.report.Notes = append(b.report.Notes, "server: the bench's own, started from "+postgresBin+" with "+strings.Join(serverSettings, ", "))
 	}
 	defer b.close()
 	started := time.Now()

@@ -12,16 +12,33 @@ import (
 
 // result is one measured phase of one side.
 type result struct {
-	tasks   int
+	tasks   int // handled in the whole phase: what its cost is divided by
 	elapsed time.Duration
 	cost    cost
 	note    string // e.g. why the phase was cut short
 	start   *latencies
 	done    *latencies
+	run     *window       // of a continuous run; nil otherwise
+	stmts   *StatementRun // the statements of the phase; nil when not read
 }
 
-// rate returns tasks per second.
+// window is what a continuous run measured around its window: the
+// producers push for a fixed time, then the consumers work off what is
+// left (the drain), so that the latencies cover every pushed task.
+type window struct {
+	length   time.Duration // the producers' time
+	pushed   int           // tasks pushed within it
+	inWindow int           // tasks completed within it
+	drain    time.Duration // from the window's end to the last completion
+	left     int           // tasks still not completed when the drain was cut short
+}
+
+// rate returns tasks per second: of a continuous run, the tasks completed
+// within its window.
 func (r result) rate() float64 {
+	if r.run != nil && r.run.length > 0 {
+		return float64(r.run.inWindow) / r.run.length.Seconds()
+	}
 	if r.elapsed <= 0 {
 		return 0
 	}
@@ -66,11 +83,15 @@ type latencies struct {
 	mu         sync.Mutex
 	d          []time.Duration
 	fromCommit []time.Duration
+	early      []int64 // pushes whose task started before their commit was noted
 }
 
 // since records the time from pushed (unix nanoseconds) to now, and from
-// the push's commit to now when it is known. A consumer may start a task
-// before its producer hears that the push committed: that counts as 0.
+// the push's commit to now. A consumer may start a task before its
+// producer hears that the push committed (the notification and the poll
+// can beat the commit's reply): such a task counts as 0 once resolve finds
+// its commit, rather than being left out, which would flatter the side
+// whose consumers are quickest.
 func (l *latencies) since(pushed int64, now time.Time) {
 	at, committed := commits.Load(pushed)
 	l.mu.Lock()
@@ -78,7 +99,23 @@ func (l *latencies) since(pushed int64, now time.Time) {
 	l.d = append(l.d, now.Sub(time.Unix(0, pushed)))
 	if committed {
 		l.fromCommit = append(l.fromCommit, max(now.Sub(at.(time.Time)), 0))
+	} else {
+		l.early = append(l.early, pushed)
 	}
+}
+
+// resolve counts as 0 every early task whose push has committed since; a
+// task whose push never reported its commit (it failed) stays out. Call it
+// once the producers are done, before the next run clears commits.
+func (l *latencies) resolve() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, pushed := range l.early {
+		if _, ok := commits.Load(pushed); ok {
+			l.fromCommit = append(l.fromCommit, 0)
+		}
+	}
+	l.early = nil
 }
 
 // percentile returns the p-th percentile (0 < p ≤ 100) in milliseconds,

@@ -75,7 +75,9 @@ func walBytes(ctx context.Context, pool *pgxpool.Pool) (float64, error) {
 // backendCPU returns the CPU seconds used so far by each server process of
 // the pool's database, or nothing when /proc does not show them.
 func backendCPU(ctx context.Context, pool *pgxpool.Pool) (map[int]float64, error) {
-	rows, err := pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+	// Client backends only: an autovacuum worker of the database is the
+	// server's housekeeping, started and ended at random between readings.
+	rows, err := pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'")
 	if err != nil {
 		return nil, fmt.Errorf("list backends: %w", err)
 	}

@@ -28,6 +28,9 @@ type Report struct {
 	Machine  Machine  `json:"machine"`
 	Notes    []string `json:"notes,omitempty"`
 	Figures  []Figure `json:"figures"`
+	// Statements are the statements of a task's life in the paced runs,
+	// for taskproc and tuned River (statements.go).
+	Statements []StatementRun `json:"statements,omitempty"`
 }
 
 // Machine describes where the run took place.
@@ -67,7 +70,7 @@ type Figure struct {
 func newReport(ctx context.Context, admin *pgx.Conn, cfg config) (*Report, error) {
 	r := &Report{
 		Date:    time.Now().UTC().Format(time.RFC3339),
-		Command: "go run . " + strings.Join(os.Args[1:], " "),
+		Command: "go run . " + shellWords(os.Args[1:]),
 		Quick:   cfg.quick,
 		Machine: Machine{
 			CPUs: runtime.NumCPU(), MemoryGiB: memoryGiB(),
@@ -89,6 +92,20 @@ func newReport(ctx context.Context, admin *pgx.Conn, cfg config) (*Report, error
 		r.Machine.Settings[name] = value
 	}
 	return r, nil
+}
+
+// shellWords writes args as a shell would read them back: an empty
+// argument or one with a space or a quote in single quotes, so that the
+// command in the results (and in the docs) can be run as written.
+func shellWords(args []string) string {
+	words := make([]string, len(args))
+	for i, a := range args {
+		words[i] = a
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\*?;&|<>()") {
+			words[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 // memoryGiB reads MemTotal from /proc/meminfo; 0 when unknown.
@@ -249,9 +266,10 @@ func (r *Report) costs(key, name string, task *result, river rivers, cpuTarget f
 }
 
 // latency adds push → start and push → completed percentiles, and commit
-// → start where the sides know their pushes' commits. ceilings holds the
-// targets of taskrepo's figures, by "start_p99" and the like.
-func (r *Report) latency(key, name string, task *result, river rivers, ceilings map[string]float64) {
+// → start where the sides know their pushes' commits. targets and ceilings
+// hold the targets of taskrepo's figures, by "start_p99" and the like: the
+// least ratio to tuned River, and the most in ms.
+func (r *Report) latency(key, name string, task *result, river rivers, targets, ceilings map[string]float64) {
 	kinds := []struct {
 		key, name  string
 		done       bool // from the done latencies, else the start ones
@@ -276,13 +294,52 @@ func (r *Report) latency(key, name string, task *result, river rivers, ceilings 
 			f := Figure{Key: key + "_" + suffix, Unit: "ms", Lower: true,
 				Name:     fmt.Sprintf("%s: %s p%.0f", name, kind.name, p),
 				Taskrepo: pick(task), River: pick(river.tuned), RiverDefaults: pick(river.defaults),
-				Ceiling: ceilings[suffix]}
+				Target: targets[suffix], Ceiling: ceilings[suffix]}
 			if f.Taskrepo == nil && f.River == nil {
 				continue // a run that notes no commits
 			}
 			r.add(f)
 		}
 	}
+}
+
+// backlog adds how fast the backlog of a continuous run grew within its
+// window (tasks pushed less tasks completed, per second), the backlog at
+// the window's end and how long its drain took: beside the latency, it
+// says whether a side's latency will keep growing with the length of the
+// run.
+func (r *Report) backlog(key, name string, task *result, river rivers) {
+	pick := func(v func(w *window) float64) func(res *result) *float64 {
+		return func(res *result) *float64 {
+			if res == nil || res.run == nil {
+				return nil
+			}
+			return value(v(res.run))
+		}
+	}
+	for _, f := range []struct {
+		key, name, unit string
+		v               func(w *window) float64
+	}{
+		{"backlog_growth", "backlog growth within the window", "tasks/s",
+			func(w *window) float64 { return float64(w.pushed-w.inWindow) / w.length.Seconds() }},
+		{"backlog", "backlog at the window's end", "tasks", func(w *window) float64 { return float64(w.pushed - w.inWindow) }},
+		{"drain", "drain of the backlog after the window", "s", func(w *window) float64 { return w.drain.Seconds() }},
+	} {
+		get := pick(f.v)
+		r.add(Figure{Key: key + "_" + f.key, Name: name + ": " + f.name, Unit: f.unit, Lower: true,
+			Taskrepo: get(task), River: get(river.tuned), RiverDefaults: get(river.defaults)})
+	}
+}
+
+// statements keeps the statements of one side's run, when they were read.
+func (r *Report) statements(run, side string, res *result) {
+	if res == nil || res.stmts == nil {
+		return
+	}
+	s := *res.stmts
+	s.Run, s.Side = run, side
+	r.Statements = append(r.Statements, s)
 }
 
 // finish adds the notes every run has and reports the run.
