@@ -336,10 +336,11 @@ func (s *shellSession) taskctlToJQ(taskctlWords, jq []string, comment string) er
 	if !json.Valid([]byte(out)) {
 		return fmt.Errorf("the output that goes to jq is not JSON:\n%s", out)
 	}
-	if _, err := exec.LookPath("jq"); err != nil {
-		return nil // JSON is what jq needs; the filter is jq's
+	jqPath, err := exec.LookPath("jq")
+	if jqPath == "" || errors.Is(err, exec.ErrNotFound) {
+		return nil // without jq, JSON is what can be checked: the filter is jq's
 	}
-	cmd := exec.Command("jq", jq[1:]...)
+	cmd := exec.Command(jqPath, jq[1:]...)
 	cmd.Stdin = strings.NewReader(out)
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("jq: %v\n%s", err, msg)
