@@ -25,11 +25,7 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 		return nil, wrapf(err, "poll %q", topic)
 	}
 	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
-		tasks, err := r.poll(ctx, db, topic, size, p)
-		if err == nil && len(tasks) == 0 {
-			err = r.mustExist(ctx, db)
-		}
-		return tasks, err
+		return r.poll(ctx, db, topic, size, p)
 	})
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
@@ -60,38 +56,39 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p 
 	if p.Term != nil {
 		statements, term = &r.q.pollTermed, []any{p.Term.Number}
 	}
+	unknown := false // the owner is not registered (the row of sequence 0)
 	poll := step{sql: statements[p.Order][0], args: append([]any{topic, r.owner, size}, term...),
 		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
-		each: func() error { tasks = append(tasks, t); return nil }}
-	if p.Condition == taskapi.Unconditional {
-		err := pipeline(ctx, db, poll)
-		return tasks, err
+		each: func() error {
+			if t.Sequence == taskapi.Inception {
+				unknown = true
+			} else {
+				tasks = append(tasks, t)
+			}
+			return nil
+		}}
+	steps := []step{poll}
+	if p.Condition != taskapi.Unconditional {
+		// The lock and the poll in one round trip, in one transaction,
+		// which holds the lock until the poll is committed; the poll's
+		// snapshot is taken once the lock is held.
+		blocking := ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))
+		poll.sql, poll.args = statements[p.Order][1], append([]any{topic, r.owner, size, blocking}, term...)
+		steps = []step{{sql: pollLock, args: []any{r.pollKey(topic)}}, poll}
 	}
-	// The lock and the poll in one round trip, in one transaction, which
-	// holds the lock until the poll is committed; the poll's snapshot is
-	// taken once the lock is held.
-	blocking := ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))
-	poll.sql, poll.args = statements[p.Order][1], append([]any{topic, r.owner, size, blocking}, term...)
-	err := pipeline(ctx, db, step{sql: pollLock, args: []any{r.pollKey(topic)}}, poll)
-	return tasks, err
+	if err := pipeline(ctx, db, steps...); err != nil {
+		return nil, err
+	}
+	if unknown {
+		return nil, fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
+	}
+	return tasks, nil
 }
 
 // pollKey is the text whose hash keys the advisory lock of a topic's
 // conditional polls, shared with taskansi.
 func (r *Repository) pollKey(topic string) string {
 	return r.schema + "." + topic
-}
-
-// mustExist returns ErrUnknownOwner unless this owner is registered.
-func (r *Repository) mustExist(ctx context.Context, db DB) error {
-	var exists bool
-	if err := db.QueryRow(ctx, r.q.ownerExists, r.owner).Scan(&exists); err != nil {
-		return err
-	}
-	if !exists {
-		return fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
-	}
-	return nil
 }
 
 // Complete records the decisions in one statement that writes only when every

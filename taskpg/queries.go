@@ -156,7 +156,9 @@ WITH polled AS (
 held AS (
     INSERT INTO {schema}.task_hold (owner, topic) SELECT $2, $1 WHERE EXISTS (SELECT FROM polled)
     ON CONFLICT DO NOTHING)
-SELECT sequence, identifier, input FROM polled`
+SELECT sequence, identifier, input FROM polled
+UNION ALL -- the row of sequence 0 (no task has it) says that the owner is not registered
+SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2)`
 	// pollTerm, {term} of pollTemplate in a poll under a term ({number}:
 	// its parameter), lets the update claim only while the term is this
 	// owner's and current at the statement, and locks the term's row FOR
@@ -195,7 +197,6 @@ SELECT sequence, identifier, input FROM polled`
           AND NOT EXISTS (SELECT FROM {schema}.task AS b
                           WHERE b.topic = $1 AND b.identifier = r.identifier
                             AND b.state + 0 = ANY ($4::smallint[]))`
-	ownerExists = `SELECT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $1)`
 )
 
 // Complete, Release, ReviveTasks, Reassign and Defer name tasks by ranges of
@@ -454,7 +455,7 @@ type queries struct {
 	push                                           [4]string // by Insertion
 	pushOne, pushOneAlone, pushSequences           string
 	poll, pollTermed                               [2][2]string // by Order, then unconditional / conditional
-	ownerExists, complete, completeOne, release    string
+	complete, completeOne, release                 string
 	completeFaults, revivableFaults, readyFaults   string
 	deferTasks, nextDue                            string
 	scheduleMark, scheduleStart, scheduleMove      string
@@ -512,7 +513,6 @@ func newQueries(schema string, exclusive bool) queries {
 		q.pollTermed[o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction,
 			"{term}", strings.ReplaceAll(pollTerm, "{number}", "$5"))
 	}
-	q.ownerExists = sub(ownerExists)
 	q.complete = v(complete, "{match}", matchActive)
 	q.completeOne = sub(completeOne)
 	q.release = v(release, "{match}", strings.ReplaceAll(matchActive, "$6", "$4"))
