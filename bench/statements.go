@@ -54,6 +54,7 @@ var (
 		{".task (topic", "push"},
 		{"with polled as", "poll"},
 		{"with runs as", "complete"},
+		{"-- descent stays", "complete (one task)"},
 		{"select exists (select from", "owner check (empty poll)"},
 		{"select not_before from", "due time"},
 		{"set heartbeat", "heartbeat"},
