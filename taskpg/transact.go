@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskrepo/taskrepo/internal/fault"
+	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 // Transact returns a function that runs fn in a transaction begun on db (a
@@ -26,9 +27,17 @@ import (
 // failed: the connection broke. Other failures of the server (a unique
 // violation on the caller's own table, say) stay the caller's, with no
 // sentinel. A BEGIN or COMMIT that fails is reported the same way; a
-// COMMIT that is ErrUnavailable may have committed.
+// COMMIT that is ErrUnavailable may have committed. When ctx carries
+// taskapi.SingleStatement and db is a pool or a connection outside a
+// transaction, fn runs on db itself, its one round trip committing by
+// itself.
 func Transact(db DB) func(ctx context.Context, fn func(tx DB) error) error {
 	return func(ctx context.Context, fn func(tx DB) error) error {
+		if taskapi.IsSingleStatement(ctx) && scopeOf(db) == own {
+			// fn's one round trip commits by itself on a pool or a
+			// connection outside a transaction: no BEGIN and COMMIT.
+			return fn(db)
+		}
 		tx, err := db.Begin(ctx)
 		if err != nil {
 			return fmt.Errorf("taskpg: begin a transaction: %w", fault.Transient(err, classify(err)))

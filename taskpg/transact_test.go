@@ -202,3 +202,52 @@ func TestTransactCommitsAndRollsBack(t *testing.T) {
 	err = taskpg.Transact(unreachable)(ctx, func(taskpg.DB) error { t.Error("fn ran without a transaction"); return nil })
 	wantOnly(t, "a BEGIN on an unreachable server", err, taskapi.ErrUnavailable)
 }
+
+// Under taskapi.SingleStatement, Transact on a pool or a connection runs
+// the function on that handle, without BEGIN and COMMIT; without the mark,
+// or on a transaction, the function gets a transaction (a savepoint) as
+// ever.
+func TestTransactOfASingleStatement(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Postgres(t)
+	conn, err := pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	tx, err := pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	inTransaction := func(db taskpg.DB, ctx context.Context) bool {
+		t.Helper()
+		var in bool
+		err := taskpg.Transact(db)(ctx, func(db taskpg.DB) error {
+			// SAVEPOINT works only in a transaction block: outside one the
+			// server refuses it (no_active_sql_transaction).
+			_, err := db.Exec(ctx, "SAVEPOINT probe")
+			in = err == nil
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	single := taskapi.SingleStatement(t.Context())
+	for name, c := range map[string]struct {
+		db   taskpg.DB
+		ctx  context.Context
+		want bool
+	}{
+		"pool, single statement":        {pool, single, false},
+		"connection, single statement":  {conn.Conn(), single, false},
+		"pool":                          {pool, t.Context(), true},
+		"transaction, single statement": {tx, single, true},
+	} {
+		if got := inTransaction(c.db, c.ctx); got != c.want {
+			t.Errorf("%s: in a transaction begun before = %v, want %v", name, got, c.want)
+		}
+	}
+}

@@ -192,7 +192,7 @@ func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) (time.T
 	var sent time.Time
 	err := retryConflicts(ctx, func() error {
 		sent = time.Now()
-		return k.transact(ctx, func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
+		return k.transact(taskapi.SingleStatement(ctx), func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
 	})
 	return sent, err
 }

@@ -167,6 +167,9 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Ta
 	var tasks []taskapi.Task
 	var next time.Time
 	wanted := m.due.wanted()
+	if !wanted {
+		ctx = taskapi.SingleStatement(ctx) // the poll alone: no BEGIN and COMMIT where the backend can
+	}
 	err := m.transact(ctx, func(tx Tx) (err error) {
 		// NextDue before the poll: a task that becomes due in between is
 		// then either polled or waited for, never missed.
