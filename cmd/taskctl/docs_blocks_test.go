@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskrepo/taskrepo/internal/testkit/mdblocks"
 )
 
 // TestDocsShellBlocks runs every sh block of README.md and docs/*.md that
@@ -37,7 +39,7 @@ func TestDocsShellBlocks(t *testing.T) {
 			}
 			blocks++
 			for _, db := range backends(false) {
-				t.Run(db.name+"/"+block[0].where(), func(t *testing.T) {
+				t.Run(db.name+"/"+block[0].Where(), func(t *testing.T) {
 					t.Parallel()
 					s := &shellSession{t: t, dir: t.TempDir(), database: db.url(t)}
 					for _, l := range block {
@@ -62,16 +64,8 @@ func docFiles(t *testing.T) []string {
 	return append(files, "../../README.md")
 }
 
-// A shellLine is one command line of a sh block, its continuation lines
-// joined, with where it starts.
-type shellLine struct {
-	file string // relative to the repository's root
-	line int
-	text string
-}
-
-// where names the line as file:line.
-func (l shellLine) where() string { return fmt.Sprintf("%s:%d", l.file, l.line) }
+// A shellLine is one command line of a sh block (see mdblocks).
+type shellLine = mdblocks.Line
 
 // shellBlocks returns the sh blocks of file, each as its lines, blank
 // lines left out.
@@ -82,24 +76,7 @@ func shellBlocks(t *testing.T, file string) [][]shellLine {
 		t.Fatal(err)
 	}
 	name := strings.TrimPrefix(file, "../../")
-	var blocks [][]shellLine
-	var block []shellLine
-	in, joining := false, false
-	for i, l := range strings.Split(string(text), "\n") {
-		switch {
-		case !in && l == "```sh":
-			in, block = true, []shellLine{}
-		case in && strings.HasPrefix(l, "```"):
-			in = false
-			blocks = append(blocks, block)
-		case in && joining:
-			block[len(block)-1].text += " " + strings.TrimSpace(strings.TrimSuffix(l, `\`))
-		case in && strings.TrimSpace(l) != "":
-			block = append(block, shellLine{file: name, line: i + 1, text: strings.TrimSuffix(l, `\`)})
-		}
-		joining = in && strings.HasSuffix(l, `\`)
-	}
-	return blocks
+	return mdblocks.Shell(name, string(text))
 }
 
 // taskctlCommand tells a line that runs taskctl, alone or in a pipeline.
@@ -108,7 +85,7 @@ var taskctlCommand = regexp.MustCompile(`(^|[|&]\s*)taskctl\s`)
 // runsTaskctl reports whether a block has a line that runs taskctl: such
 // a block is this test's to run (internal/docs leaves it to this one).
 func runsTaskctl(block []shellLine) bool {
-	return slices.ContainsFunc(block, func(l shellLine) bool { return taskctlCommand.MatchString(l.text) })
+	return slices.ContainsFunc(block, func(l shellLine) bool { return taskctlCommand.MatchString(l.Text) })
 }
 
 // A shellSession runs a block's lines one after the other in one working
@@ -123,9 +100,9 @@ type shellSession struct {
 // must succeed.
 func (s *shellSession) run(l shellLine) {
 	s.t.Helper()
-	words, comment, err := shellWords(l.text)
+	words, comment, err := shellWords(l.Text)
 	if err != nil {
-		s.t.Errorf("%s: %v: %s", l.where(), err, l.text)
+		s.t.Errorf("%s: %v: %s", l.Where(), err, l.Text)
 		return
 	}
 	if len(words) == 0 {
@@ -133,11 +110,11 @@ func (s *shellSession) run(l shellLine) {
 	}
 	for _, cmd := range splitOn(words, "&&") {
 		if err := s.command(cmd, comment); err != nil {
-			s.t.Errorf("%s: %s\n  %v", l.where(), l.text, err)
+			s.t.Errorf("%s: %s\n  %v", l.Where(), l.Text, err)
 			return
 		}
 	}
-	s.t.Logf("%s: ran %s", l.where(), l.text)
+	s.t.Logf("%s: ran %s", l.Where(), l.Text)
 }
 
 // command runs one command of a line: a pipeline of stages, maybe with

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskrepo/taskrepo/internal/testkit/mdblocks"
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
@@ -34,16 +35,16 @@ func TestShellBlocksName(t *testing.T) {
 	lines := 0
 	for file, text := range markdownFiles(t) {
 		for _, block := range shBlocks(file, text) {
-			if slices.ContainsFunc(block, func(l docLine) bool { return taskctlCommand.MatchString(l.text) }) {
+			if slices.ContainsFunc(block, func(l docLine) bool { return taskctlCommand.MatchString(l.Text) }) {
 				continue // cmd/taskctl's TestDocsShellBlocks runs it
 			}
 			for _, l := range block {
 				lines++
-				where := fmt.Sprintf("%s:%d", strings.TrimPrefix(l.file, root+"/"), l.line)
+				where := fmt.Sprintf("%s:%d", strings.TrimPrefix(l.File, root+"/"), l.Line)
 				t.Run(where, func(t *testing.T) {
 					t.Parallel() // each go list takes a moment
-					if err := checkShellLine(l.text); err != nil {
-						t.Errorf("%s: %s\n  %v", where, l.text, err)
+					if err := checkShellLine(l.Text); err != nil {
+						t.Errorf("%s: %s\n  %v", where, l.Text, err)
 					}
 				})
 			}
@@ -60,36 +61,11 @@ func TestShellBlocksName(t *testing.T) {
 // with such a line.
 var taskctlCommand = regexp.MustCompile(`(^|[|&]\s*)taskctl\s`)
 
-// A docLine is one command line of a sh block, its continuation lines
-// joined, with where it starts.
-type docLine struct {
-	file string
-	line int
-	text string
-}
+// A docLine is one command line of a sh block (see mdblocks).
+type docLine = mdblocks.Line
 
-// shBlocks returns the sh blocks of a Markdown file's text, each as its
-// lines, blank lines left out.
-func shBlocks(file, text string) [][]docLine {
-	var blocks [][]docLine
-	var block []docLine
-	in, joining := false, false
-	for i, l := range strings.Split(text, "\n") {
-		switch {
-		case !in && l == "```sh":
-			in, block = true, []docLine{}
-		case in && strings.HasPrefix(l, "```"):
-			in = false
-			blocks = append(blocks, block)
-		case in && joining:
-			block[len(block)-1].text += " " + strings.TrimSpace(strings.TrimSuffix(l, `\`))
-		case in && strings.TrimSpace(l) != "":
-			block = append(block, docLine{file: file, line: i + 1, text: strings.TrimSuffix(l, `\`)})
-		}
-		joining = in && strings.HasSuffix(l, `\`)
-	}
-	return blocks
-}
+// shBlocks returns the sh blocks of a Markdown file's text.
+func shBlocks(file, text string) [][]docLine { return mdblocks.Shell(file, text) }
 
 // envAssignment tells a word that sets an environment variable.
 var envAssignment = regexp.MustCompile(`^([A-Z_][A-Z0-9_]*)=`)
