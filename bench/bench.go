@@ -44,11 +44,12 @@ const poolSize = 16
 
 // bench holds what the scenarios share: the server, the scale and the report.
 type bench struct {
-	admin  *pgx.Conn // to the URL's own database; creates and drops the others
-	url    string
-	scale  scale
-	report *Report
-	pgss   string // why pg_stat_statements cannot be read; "" when it can
+	admin     *pgx.Conn // to the URL's own database; creates and drops the others
+	url       string
+	scale     scale
+	onlyPaces []string // the continuous runs to make; empty: all
+	report    *Report
+	pgss      string // why pg_stat_statements cannot be read; "" when it can
 	// The empty-table burn-downs, which traps and growth compare with;
 	// nil until the burndown scenario ran.
 	burn, riverBurn *result
@@ -59,7 +60,7 @@ func newBench(ctx context.Context, cfg config) (*bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", redact(cfg.database), err)
 	}
-	b := &bench{admin: admin, url: cfg.database, scale: cfg.scale, pgss: statementsAvailable(ctx, admin)}
+	b := &bench{admin: admin, url: cfg.database, scale: cfg.scale, onlyPaces: cfg.paces, pgss: statementsAvailable(ctx, admin)}
 	b.report, err = newReport(ctx, admin, cfg)
 	if err != nil {
 		_ = admin.Close(ctx)

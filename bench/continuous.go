@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,12 +39,19 @@ type pace struct {
 // p99 no worse than tuned River's.
 func (b *bench) paces() []pace {
 	even := map[string]float64{"commit_start_p50": 1, "commit_start_p99": 1}
-	return []pace{
+	all := []pace{
 		{rate: 0, batch: contBatch, producers: b.scale.producers, cpuTarget: 1.4},
 		{rate: 1_000, batch: 1, producers: b.scale.singleProducers, targets: even, cpuTarget: 1},
 		{rate: slowRate, batch: 1, producers: b.scale.producers, targets: even, ceilings: map[string]float64{"start_p99": 5}, cpuTarget: 1},
 	}
+	if len(b.onlyPaces) == 0 {
+		return all
+	}
+	return slices.DeleteFunc(all, func(p pace) bool { return !slices.Contains(b.onlyPaces, p.key()) })
 }
+
+// paceKeys are the keys of the continuous runs, for --paces.
+var paceKeys = []string{"flat", "paced_1k", "paced_100"}
 
 // slowRate is the rate of the slow paced run.
 const slowRate = 100

@@ -35,6 +35,7 @@ type config struct {
 	database string
 	quick    bool
 	only     []string
+	paces    []string // the continuous runs to make (pace.key); empty: all
 	json     string
 	chart    string
 	baseline string
@@ -101,6 +102,10 @@ func parseFlags() (config, error) {
 			postgresBin+"); its database is only used to create the scenario databases")
 	flag.BoolVar(&cfg.quick, "quick", false, "scale everything down for a smoke run of under a minute")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run: "+strings.Join(scenarioNames(), ","))
+	flag.Func("paces", "comma-separated continuous runs to make (default all): flat, paced_1k, paced_100", func(v string) error {
+		cfg.paces = append(cfg.paces, strings.Split(v, ",")...)
+		return nil
+	})
 	flag.StringVar(&cfg.json, "json", "results/latest.json", "where to write the results as JSON (empty: nowhere)")
 	flag.StringVar(&cfg.chart, "chart", "results/latest.png", "where to draw the bar chart as PNG (empty: nowhere)")
 	flag.StringVar(&cfg.baseline, "baseline", "results/baseline.json", "results of the last accepted run to compare with (skipped when missing)")
@@ -147,6 +152,11 @@ func run(ctx context.Context, cfg config) error {
 	for _, name := range cfg.only {
 		if !slices.Contains(scenarioNames(), name) {
 			return fmt.Errorf("unknown scenario %q (have %s)", name, strings.Join(scenarioNames(), ","))
+		}
+	}
+	for _, key := range cfg.paces {
+		if !slices.Contains(paceKeys, key) {
+			return fmt.Errorf("unknown continuous run %q (have %s)", key, strings.Join(paceKeys, ","))
 		}
 	}
 	own := cfg.database == ""

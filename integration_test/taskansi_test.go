@@ -70,6 +70,7 @@ func openPostgres(t *testing.T) *sql.DB {
 }
 
 func TestTaskansiSQLiteConformance(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := ansiBackend(taskansi.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) })
 	b.SingleWriter = true
 	b.Block = sqliteBlock.ansi
@@ -77,6 +78,7 @@ func TestTaskansiSQLiteConformance(t *testing.T) {
 }
 
 func TestTaskansiPostgresConformance(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := ansiBackend(taskansi.Postgres, openPostgres)
 	b.Block = postgresBlock.ansi
 	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
@@ -84,6 +86,7 @@ func TestTaskansiPostgresConformance(t *testing.T) {
 }
 
 func TestTaskansiMySQLConformance(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB { return testdb.MySQL(t) })
 	b.Block = mysqlBlock.ansi
 	b.Kill, b.Unreachable = transactServers["MySQL"].ansiKill, ansiUnreachable("mysql", unreachableMySQL)

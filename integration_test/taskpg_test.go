@@ -37,10 +37,12 @@ func pgBackend(opts ...taskpg.Option) conformance.Backend[taskpg.DB] {
 }
 
 func TestTaskpgConformance(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	conformance.Run(t, pgBackend())
 }
 
 func TestTaskpgExclusiveConformance(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := pgBackend(taskpg.WithExclusive())
 	b.Exclusive = true
 	conformance.Run(t, b)
