@@ -231,8 +231,13 @@ func (s *batchSettler[Tx]) lockFor(b *Batch, how settlement, live []taskapi.Task
 	return func() {}
 }
 
-// attempt writes how for live in one transaction.
+// attempt writes how for live in one transaction: one statement that
+// commits by itself where the write is one (see alone).
 func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task) outcome {
+	alone := alone(b, how, live)
+	if alone {
+		ctx = taskapi.SingleStatement(ctx)
+	}
 	var o outcome
 	o.err = s.m.transact(ctx, func(tx Tx) error {
 		o = outcome{}
@@ -246,7 +251,9 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 		default:
 			err = s.repo.Release(ctx, tx, b.topic, live...)
 		}
-		o.wrote = err == nil
+		// A statement alone commits as it runs: once it may have been sent
+		// (nothing refused it first), only the read-back can tell.
+		o.wrote = err == nil || alone && o.fnErr == nil && !o.refused
 		return err
 	})
 	if o.err != nil && !o.refused {
@@ -255,6 +262,26 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 		o.refused = errors.Is(o.fnErr, errInterrupted) || (refused(o.err, o.fnErr) && ctx.Err() == nil)
 	}
 	return o
+}
+
+// alone reports whether an attempt of how writes one statement: a failure,
+// or a completion whose function takes no transaction and none of whose
+// tasks is marked to be retried or snoozed. Such an attempt runs on a
+// context marked taskapi.SingleStatement, so that a backend may send it
+// without BEGIN and COMMIT, which at everyday rates are most of a
+// completion's round trips. The settlement is as exactly-once as in a
+// transaction: the statement writes all of its tasks or none, and a failure
+// after it may have been sent is read back (see readBack) as a failed
+// COMMIT is.
+func alone(b *Batch, how settlement, live []taskapi.Task) bool {
+	switch how.intent {
+	case toFail:
+		return true
+	case toComplete:
+		_, plain := how.completion.(func(context.Context) (Decisions, error))
+		return plain && len(b.markedTasks(live)) == 0
+	}
+	return false
 }
 
 // complete runs a completion function and records its decisions in tx.
