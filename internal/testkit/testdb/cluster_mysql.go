@@ -61,10 +61,15 @@ func mariadbKind(install, mariadbd string) *serverKind {
 }
 
 // mariadbCommand returns the command line of c's mariadbd: listening on
-// 127.0.0.1 on c's port, its socket, pid file and log in c's directory.
+// 127.0.0.1 on c's port, its socket, pid file, log and temporary files in
+// c's directory. The temporary files must not be in /tmp, the default:
+// a MariaDB that starts removes every "#sql" file of its tmpdir, and so
+// another test's server starting took the on-disk temporary table from
+// under a running query ("Error on delete of '/tmp/#sql-temptable-…'").
 func mariadbCommand(mariadbd string, c *Cluster) []string {
 	return append([]string{mariadbd, "--no-defaults",
 		"--datadir=" + filepath.Join(c.dir, "data"),
+		"--tmpdir=" + c.dir,
 		"--skip-networking=0", "--bind-address=127.0.0.1", "--port=" + strconv.Itoa(c.port),
 		"--socket=" + filepath.Join(c.dir, "mysqld.sock"),
 		"--pid-file=" + filepath.Join(c.dir, "mariadbd.pid"),
