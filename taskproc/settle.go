@@ -72,7 +72,7 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error
-	wrote     bool            // the attempt wrote all it had to and asked to commit: only then may it have committed
+	wrote     bool            // the attempt asked to commit all it had to write, or sent it as one statement (alone): only then may it have committed
 	fnErr     error           // the completion function's own error
 	refused   bool            // err is the database's or the runtime's refusal of what the settlement says
 	decided   Decisions       // the decisions written
