@@ -32,18 +32,23 @@ type pace struct {
 	cpuTarget         float64
 }
 
-// paces are the continuous runs: flat out, and paced at 1,000 and at 100
+// allPaces are the continuous runs: flat out, and paced at 1,000 and at 100
 // tasks/s, one task per push, where a design that polls shows its pause
 // and a design that wakes per push shows what a wake-up costs. The paced
 // targets are issue 24's: server CPU per task and commit → start p50 and
 // p99 no worse than tuned River's.
-func (b *bench) paces() []pace {
+func allPaces(s scale) []pace {
 	even := map[string]float64{"commit_start_p50": 1, "commit_start_p99": 1}
-	all := []pace{
-		{rate: 0, batch: contBatch, producers: b.scale.producers, cpuTarget: 1.4},
-		{rate: 1_000, batch: 1, producers: b.scale.singleProducers, targets: even, cpuTarget: 1},
-		{rate: slowRate, batch: 1, producers: b.scale.producers, targets: even, ceilings: map[string]float64{"start_p99": 5}, cpuTarget: 1},
+	return []pace{
+		{rate: 0, batch: contBatch, producers: s.producers, cpuTarget: 1.4},
+		{rate: 1_000, batch: 1, producers: s.singleProducers, targets: even, cpuTarget: 1},
+		{rate: slowRate, batch: 1, producers: s.producers, targets: even, ceilings: map[string]float64{"start_p99": 5}, cpuTarget: 1},
 	}
+}
+
+// paces are the continuous runs to make: those --paces names, else all.
+func (b *bench) paces() []pace {
+	all := allPaces(b.scale)
 	if len(b.onlyPaces) == 0 {
 		return all
 	}
@@ -51,7 +56,13 @@ func (b *bench) paces() []pace {
 }
 
 // paceKeys are the keys of the continuous runs, for --paces.
-var paceKeys = []string{"flat", "paced_1k", "paced_100"}
+func paceKeys() []string {
+	var keys []string
+	for _, p := range allPaces(fullScale) {
+		keys = append(keys, p.key())
+	}
+	return keys
+}
 
 // slowRate is the rate of the slow paced run.
 const slowRate = 100

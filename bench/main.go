@@ -102,7 +102,7 @@ func parseFlags() (config, error) {
 			postgresBin+"); its database is only used to create the scenario databases")
 	flag.BoolVar(&cfg.quick, "quick", false, "scale everything down for a smoke run of under a minute")
 	flag.StringVar(&only, "only", "", "comma-separated scenarios to run: "+strings.Join(scenarioNames(), ","))
-	flag.Func("paces", "comma-separated continuous runs to make (default all): flat, paced_1k, paced_100", func(v string) error {
+	flag.Func("paces", "comma-separated continuous runs to make (default all): "+strings.Join(paceKeys(), ", "), func(v string) error {
 		cfg.paces = append(cfg.paces, strings.Split(v, ",")...)
 		return nil
 	})
@@ -155,8 +155,8 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	for _, key := range cfg.paces {
-		if !slices.Contains(paceKeys, key) {
-			return fmt.Errorf("unknown continuous run %q (have %s)", key, strings.Join(paceKeys, ","))
+		if keys := paceKeys(); !slices.Contains(keys, key) {
+			return fmt.Errorf("unknown continuous run %q (have %s)", key, strings.Join(keys, ","))
 		}
 	}
 	own := cfg.database == ""
