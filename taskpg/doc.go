@@ -115,7 +115,11 @@
 // completions do not depend on it: their statements are written so that the
 // planner keeps them on their indexes with missing or stale statistics, and
 // they are planned on every call (never from a prepared statement's generic
-// plan, which fits the table as it was when the plan was made). A
+// plan, which fits the table as it was when the plan was made). In a round
+// trip of its own (on a pool, or a connection outside a transaction),
+// taskpg prepares them once per connection, as statements named
+// taskrepo_…, and asks for custom plans for that round trip only; inside
+// your transaction it sends them unnamed. A
 // conditional poll sends the lock and the poll in one round trip on pgx's
 // own types; on any other implementation of DB it runs them in a
 // transaction of its own, a few round trips more.

@@ -21,10 +21,10 @@ type step struct {
 	tag  *pgconn.CommandTag // receives the statement's command tag when set
 }
 
-// pipeline sends steps in one round trip, as unnamed statements that
-// PostgreSQL plans for their arguments every time: a prepared statement's
-// generic plan would lock every partition of task, and fits the tables as
-// they were when it was made. Where db is a pool or a connection outside a
+// pipeline sends steps in one round trip, as statements that PostgreSQL
+// plans for their arguments every time (prepared ones in a round trip of
+// its own, see prepare.go): a generic plan would lock every partition of
+// task, and fits the tables as they were when it was made. Where db is a pool or a connection outside a
 // transaction, the steps share the implicit transaction of their round
 // trip, guarded against ctx's end (see guard); inside a caller's
 // transaction they are part of it. A step that fails skips the steps after
@@ -40,9 +40,21 @@ func pipeline(ctx context.Context, db DB, steps ...step) error {
 	}
 	defer release()
 	if scopeOf(db) == own {
-		return guard(ctx, conn, func(ctx context.Context) error { return sendSteps(ctx, conn, steps) })
+		return guard(ctx, conn, func(ctx context.Context) error { return sendPrepared(ctx, conn, steps) })
 	}
-	return sendSteps(ctx, conn, steps)
+	return sendSteps(ctx, conn, steps, false)
+}
+
+// sendPrepared sends steps prepared (see prepare.go) in a round trip of
+// its own, and once more, after preparing them anew, when the server had
+// lost one: the round trip's implicit transaction rolled back.
+func sendPrepared(ctx context.Context, conn *pgx.Conn, steps []step) error {
+	err := sendSteps(ctx, conn, steps, true)
+	if lostStatement(err) {
+		forgetPrepared(ctx, conn.PgConn())
+		err = sendSteps(ctx, conn, steps, true)
+	}
+	return err
 }
 
 // cancelPatience is how long a call that its context gave up on waits for
@@ -103,20 +115,44 @@ func stopStatement(conn *pgx.Conn, ended <-chan struct{}) {
 	_ = conn.PgConn().Conn().SetDeadline(time.Now())
 }
 
-// sendSteps sends steps on conn in one round trip and scans their results.
-func sendSteps(ctx context.Context, conn *pgx.Conn, steps []step) error {
+// sendSteps sends steps on conn in one round trip and scans their results:
+// as unnamed statements, or prepared after a statement that asks for
+// custom plans until the round trip ends.
+func sendSteps(ctx context.Context, conn *pgx.Conn, steps []step, prepared bool) error {
 	m := conn.TypeMap()
 	b := &pgconn.Batch{}
+	if prepared {
+		name, err := prepare(ctx, conn.PgConn(), setCustomPlans, nil)
+		if err != nil {
+			return err
+		}
+		if prepared = name != ""; prepared {
+			b.ExecPrepared(name, nil, nil, nil)
+		}
+	}
 	for _, s := range steps {
 		values, oids, err := encode(m, s.args)
 		if err != nil {
 			return err
 		}
-		b.ExecParams(s.sql, values, oids, binary, binary)
+		name := ""
+		if prepared {
+			if name, err = prepare(ctx, conn.PgConn(), s.sql, oids); err != nil {
+				return err
+			}
+		}
+		if name == "" {
+			b.ExecParams(s.sql, values, oids, binary, binary)
+		} else {
+			b.ExecPrepared(name, values, binary, binary)
+		}
 	}
 	results, err := conn.PgConn().ExecBatch(ctx, b).ReadAll()
 	if err != nil {
 		return err
+	}
+	if prepared {
+		results = results[1:] // setCustomPlans
 	}
 	for i, r := range results {
 		if err := scanResult(m, r, steps[i]); err != nil {

@@ -15,10 +15,9 @@ import (
 // moment of the statement that writes them, not the start of the caller's
 // transaction.
 //
-// Every statement that reads, changes or deletes tasks runs as an unnamed
-// statement, planned for its arguments every time (see pipeline): with the
-// topic known, the planner reads the topic's partition and locks nothing
-// else. Statements that span topics name them in arrays of a few dozen at a
+// Every statement that reads, changes or deletes tasks is planned for its
+// arguments every time (see pipeline and prepare.go): with the topic known,
+// the planner reads the topic's partition and locks nothing else. Statements that span topics name them in arrays of a few dozen at a
 // time ($1::text[] below), so that no statement locks every partition.
 
 // now is the moment of the statement in UTC.

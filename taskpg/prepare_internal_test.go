@@ -1,0 +1,134 @@
+package taskpg
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+// preparedOnServer returns the custom plans made of each statement that
+// taskpg prepared on conn, by the statement's text.
+func preparedOnServer(t *testing.T, conn *pgx.Conn) map[string]int64 {
+	t.Helper()
+	rows, _ := conn.Query(t.Context(), `SELECT statement, custom_plans FROM pg_prepared_statements
+WHERE name LIKE 'taskrepo\_%'`, pgx.QueryExecModeSimpleProtocol)
+	plans := map[string]int64{}
+	var (
+		statement string
+		custom    int64
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&statement, &custom}, func() error {
+		plans[statement] = custom
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return plans
+}
+
+// pushPollComplete pushes a task to topic, polls it and completes it, on db.
+func pushPollComplete(ctx context.Context, t *testing.T, repo *Repository, db DB, topic string) {
+	t.Helper()
+	if _, err := repo.Push(ctx, db, topic, taskapi.Append, taskapi.Creation{Identifier: "id"}); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := repo.Poll(ctx, db, topic, 10)
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("Poll: %v, %v", tasks, err)
+	}
+	if err := repo.Complete(ctx, db, topic, taskapi.Completion{Task: tasks[0], Decision: taskapi.Decision{Result: taskapi.Success}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A round trip of taskpg's own sends its statements prepared, each planned
+// for its arguments, and leaves the session's plan_cache_mode as it was.
+func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testdb.Postgres(t)
+	repo := planSetup(t, pool)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for range 3 {
+		pushPollComplete(ctx, t, repo, conn.Conn(), "plan")
+	}
+	plans := preparedOnServer(t, conn.Conn())
+	for _, sql := range []string{repo.q.poll[taskapi.FIFO][0], repo.q.completeOne} {
+		if plans[sql] != 3 {
+			t.Errorf("%d custom plans of the prepared statement, want 3:%s", plans[sql], sql)
+		}
+	}
+	if _, ok := plans[setCustomPlans]; !ok {
+		t.Errorf("not prepared:%s", setCustomPlans)
+	}
+	var mode string
+	if err := conn.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode); err != nil || mode != "auto" {
+		t.Errorf("plan_cache_mode after the calls = %q, %v; want the session's own, auto", mode, err)
+	}
+}
+
+// A statement that the server lost between two calls (DEALLOCATE) is
+// prepared again, and the call does what it says once. (DEALLOCATE ALL and
+// DISCARD ALL would take pgx's own statement cache along, which serves the
+// push here.)
+func TestLostPreparedStatementsArePreparedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testdb.Postgres(t)
+	repo := planSetup(t, pool)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for round := range 4 {
+		if round > 0 {
+			if _, err := conn.Exec(ctx, `DO $$ DECLARE s record; BEGIN
+FOR s IN SELECT name FROM pg_prepared_statements WHERE name LIKE 'taskrepo\_%' LOOP
+    EXECUTE format('DEALLOCATE %I', s.name);
+END LOOP; END $$`, pgx.QueryExecModeSimpleProtocol); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pushPollComplete(ctx, t, repo, conn.Conn(), "plan")
+	}
+	var done int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM public.task WHERE topic = 'plan' AND state = $1`,
+		int16(taskapi.Succeeded)).Scan(&done); err != nil || done != 4 {
+		t.Fatalf("%d tasks Succeeded, %v; want 4", done, err)
+	}
+}
+
+// Inside a caller's transaction, taskpg prepares nothing: a statement the
+// server had lost would abort the caller's transaction.
+func TestCallersTransactionsGetUnnamedStatements(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testdb.Postgres(t)
+	repo := planSetup(t, pool)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	before := preparedOnServer(t, conn.Conn())
+	pushPollComplete(ctx, t, repo, tx, "plan")
+	for sql := range preparedOnServer(t, conn.Conn()) {
+		if _, ok := before[sql]; !ok {
+			t.Errorf("prepared inside the caller's transaction:%s", sql)
+		}
+	}
+}
