@@ -13,23 +13,19 @@ import (
 
 // runBurndown measures working a full queue: taskrepo with consumers polling
 // batches of 100 and completing them, then through taskproc, River tuned as
-// river bench runs it and with its default fetch settings. taskproc and
-// tuned River run the scale's rounds in alternating order, the median
-// round counting (issue 24's targets: at least 2× River's rate, 1.4× less
-// server CPU per task).
+// river bench runs it and with its default fetch settings. taskrepo,
+// taskproc and tuned River run the scale's rounds in alternating order,
+// the median round counting (issue 24's targets: at least 2× River's rate,
+// 1.4× less server CPU per task).
 func runBurndown(ctx context.Context, b *bench) error {
-	task, err := b.side(ctx, "burndown", "taskrepo", func(pool *pgxpool.Pool) (result, error) {
-		return b.taskBurndown(ctx, pool, nil)
-	})
-	if err != nil {
-		return err
-	}
-	proc, tuned, err := b.alternate(ctx, "burndown", b.scale.rounds,
+	medians, err := b.alternate(ctx, "burndown", b.scale.rounds,
+		sideRun{"taskrepo", func(pool *pgxpool.Pool) (result, error) { return b.taskBurndown(ctx, pool, nil) }},
 		sideRun{"taskproc", func(pool *pgxpool.Pool) (result, error) { return b.procBurndown(ctx, pool, b.scale.proc) }},
 		sideRun{"river", func(pool *pgxpool.Pool) (result, error) { return b.riverBurndown(ctx, pool, riverTuned, nil) }})
 	if err != nil {
 		return err
 	}
+	task, proc, tuned := medians[0], medians[1], medians[2]
 	alike := procConfig{clients: b.scale.consumers, size: pollSize, pollers: 1}
 	procAlike, err := b.side(ctx, "burndown", "taskproc-alike", func(pool *pgxpool.Pool) (result, error) {
 		return b.procBurndown(ctx, pool, alike)

@@ -109,12 +109,13 @@ func runContinuous(ctx context.Context, b *bench) error {
 		if err != nil {
 			return err
 		}
-		proc, river, err := b.alternate(ctx, scenario, b.scale.rounds,
+		medians, err := b.alternate(ctx, scenario, b.scale.rounds,
 			sideRun{"taskproc", func(pool *pgxpool.Pool) (result, error) { return b.procContinuous(ctx, pool, p) }},
 			sideRun{"river", func(pool *pgxpool.Pool) (result, error) { return b.riverContinuous(ctx, pool, riverTuned, p) }})
 		if err != nil {
 			return err
 		}
+		proc, river := medians[0], medians[1]
 		defaults, err := b.side(ctx, scenario, "river-defaults", func(pool *pgxpool.Pool) (result, error) {
 			return b.riverContinuous(ctx, pool, riverDefaults, p)
 		})

@@ -56,7 +56,7 @@ func runIdle(ctx context.Context, b *bench) error {
 	}
 	var rounds [2][]idling
 	for i := range b.scale.rounds {
-		for _, s := range order(i) {
+		for _, s := range order(i, 2) {
 			start, side := proc, "taskproc"
 			if s == 1 {
 				start, side = river(riverTuned), "river"

@@ -15,31 +15,40 @@ type sideRun struct {
 	run  func(pool *pgxpool.Pool) (result, error)
 }
 
-// order returns the sides of round i of a comparison run in alternating
-// order — A B, B A, A B … — so that neither side always runs first, on a
-// colder or a warmer machine: over 3 rounds, A B B A A B.
-func order(i int) [2]int {
-	if i%2 == 0 {
-		return [2]int{0, 1}
+// order returns the indexes of n sides in round i of a comparison run, in
+// alternating order — A B, B A, A B … (A B C, C B A, …) — so that no side
+// always runs first or last, on a colder or a warmer machine: over 3
+// rounds of two sides, A B B A A B.
+func order(i, n int) []int {
+	sides := make([]int, n)
+	for s := range sides {
+		sides[s] = s
 	}
-	return [2]int{1, 0}
+	if i%2 == 1 {
+		slices.Reverse(sides)
+	}
+	return sides
 }
 
-// alternate runs a and b rounds times each, in alternating order, and
-// returns the median round of each (see median).
-func (b *bench) alternate(ctx context.Context, scenario string, rounds int, a, c sideRun) (result, result, error) {
-	sides := [2]sideRun{a, c}
-	var results [2][]result
+// alternate runs every side rounds times, in alternating order, and
+// returns the median round of each (see medianRound), in the order of
+// sides.
+func (b *bench) alternate(ctx context.Context, scenario string, rounds int, sides ...sideRun) ([]result, error) {
+	results := make([][]result, len(sides))
 	for i := range rounds {
-		for _, s := range order(i) {
+		for _, s := range order(i, len(sides)) {
 			r, err := b.side(ctx, scenario, sides[s].name, sides[s].run)
 			if err != nil {
-				return result{}, result{}, err
+				return nil, err
 			}
 			results[s] = append(results[s], r)
 		}
 	}
-	return medianRound(results[0]), medianRound(results[1]), nil
+	medians := make([]result, len(sides))
+	for s, rs := range results {
+		medians[s] = medianRound(rs)
+	}
+	return medians, nil
 }
 
 // medianRound returns the round of the median rate, with its latencies,
