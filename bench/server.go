@@ -23,7 +23,9 @@ const postgresBin = "/usr/lib/postgresql/15/bin"
 // serverSettings are the settings of the bench's own server: durable as in
 // production (every commit flushed, full pages after a checkpoint), Debian's
 // default shared_buffers, and pg_stat_statements loaded so that the
-// statements of a task's life can be read (statements.go). Autovacuum is
+// statements of a task's life can be read (statements.go), their planning
+// time included: a statement planned for every call spends more time in
+// the planner than in the executor at everyday rates. Autovacuum is
 // off, as on the server of the earlier runs (docs/performance.md): the
 // burn-downs run without planner statistics, the traps hold for their whole
 // run, and no vacuum of one side's tables lands in the middle of a phase. Each scenario
@@ -34,6 +36,7 @@ var serverSettings = []string{
 	"fsync=on", "synchronous_commit=on", "full_page_writes=on",
 	"shared_buffers=128MB", "autovacuum=off",
 	"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all",
+	"pg_stat_statements.track_planning=on",
 }
 
 // server is a PostgreSQL the bench started for itself.
