@@ -119,7 +119,8 @@
 // trip of its own (on a pool, or a connection outside a transaction),
 // taskpg prepares them once per connection, as statements named
 // taskrepo_…, and asks for custom plans for that round trip only; inside
-// your transaction it sends them unnamed. A
+// your transaction, and on a connection that lost one of them (DEALLOCATE,
+// a pooler in transaction mode), it sends them unnamed. A
 // conditional poll sends the lock and the poll in one round trip on pgx's
 // own types; on any other implementation of DB it runs them in a
 // transaction of its own, a few round trips more.

@@ -46,12 +46,12 @@ func pipeline(ctx context.Context, db DB, steps ...step) error {
 }
 
 // sendPrepared sends steps prepared (see prepare.go) in a round trip of
-// its own, and once more, after preparing them anew, when the server had
-// lost one: the round trip's implicit transaction rolled back.
+// its own, and once more, unnamed, when the connection had lost one of its
+// statements: the round trip's implicit transaction rolled back.
 func sendPrepared(ctx context.Context, conn *pgx.Conn, steps []step) error {
 	err := sendSteps(ctx, conn, steps, true)
 	if lostStatement(err) {
-		forgetPrepared(ctx, conn.PgConn())
+		stopPreparing(ctx, conn.PgConn())
 		err = sendSteps(ctx, conn, steps, true)
 	}
 	return err

@@ -22,11 +22,12 @@ import (
 // would lock every partition of task and would keep the shape it had when
 // the partition was small.
 //
-// Inside a caller's transaction, statements stay unnamed: were the server
-// to have lost a prepared statement (DISCARD ALL, DEALLOCATE, a pooler that
-// hands out another connection), the failure would abort the caller's
-// transaction, whereas a round trip of taskpg's own rolls back and is sent
-// again, once, after the connection's statements are prepared anew.
+// A connection that loses one of these statements (DEALLOCATE, DISCARD
+// ALL, or a pooler in transaction mode that hands each round trip to
+// another server connection) gets unnamed statements from then on: the
+// round trip that failed rolled back, and is sent again, unnamed. Inside a
+// caller's transaction, statements are always unnamed: there, a lost
+// statement would abort the caller's transaction.
 
 // setCustomPlans sets plan_cache_mode until the end of the round trip's
 // implicit transaction.
@@ -37,18 +38,22 @@ const setCustomPlans = `SELECT set_config('plan_cache_mode', 'force_custom_plan'
 // a repository number a few dozen, their variants included.
 const maxPrepared = 256
 
-// preparedKey is where a connection's prepared statements are kept, in
+// preparedKey is where what taskpg prepared on a connection is kept, in
 // pgconn's CustomData, which lives and dies with the connection.
 const preparedKey = "github.com/taskrepo/taskrepo/taskpg.prepared"
 
-// prepared is the statements prepared on one connection, by name.
-type prepared map[string]struct{}
+// prepared is what taskpg prepared on one connection: its statements by
+// name, or off once the connection lost one.
+type prepared struct {
+	names map[string]struct{}
+	off   bool
+}
 
-// preparedOf returns the prepared statements of conn.
-func preparedOf(conn *pgconn.PgConn) prepared {
-	p, ok := conn.CustomData()[preparedKey].(prepared)
+// preparedOf returns what taskpg prepared on conn.
+func preparedOf(conn *pgconn.PgConn) *prepared {
+	p, ok := conn.CustomData()[preparedKey].(*prepared)
 	if !ok {
-		p = prepared{}
+		p = &prepared{names: map[string]struct{}{}}
 		conn.CustomData()[preparedKey] = p
 	}
 	return p
@@ -63,19 +68,20 @@ func statementName(sql string, oids []uint32) string {
 }
 
 // prepare prepares sql for oids on conn unless it is already, and returns
-// its name; "" when conn holds maxPrepared statements already.
+// its name; "" for an unnamed statement: when conn holds maxPrepared
+// statements already, or lost one.
 func prepare(ctx context.Context, conn *pgconn.PgConn, sql string, oids []uint32) (string, error) {
 	p, name := preparedOf(conn), statementName(sql, oids)
-	if _, ok := p[name]; ok {
+	if _, ok := p.names[name]; ok {
 		return name, nil
 	}
-	if len(p) >= maxPrepared {
+	if p.off || len(p.names) >= maxPrepared {
 		return "", nil
 	}
 	if _, err := conn.Prepare(ctx, name, sql, oids); err != nil && !isCode(err, "42P05") { // duplicate_prepared_statement
 		return "", err
 	}
-	p[name] = struct{}{}
+	p.names[name] = struct{}{}
 	return name, nil
 }
 
@@ -87,13 +93,14 @@ func lostStatement(err error) bool {
 	return isCode(err, "26000") || isCode(err, "0A000")
 }
 
-// forgetPrepared deallocates the statements prepared on conn and forgets
-// them, so that the next round trip prepares them anew.
-func forgetPrepared(ctx context.Context, conn *pgconn.PgConn) {
-	for name := range preparedOf(conn) {
+// stopPreparing deallocates the statements prepared on conn, and has it
+// send unnamed statements from then on.
+func stopPreparing(ctx context.Context, conn *pgconn.PgConn) {
+	p := preparedOf(conn)
+	for name := range p.names {
 		_ = conn.Deallocate(ctx, name) // a lost one is not there to deallocate
 	}
-	delete(conn.CustomData(), preparedKey)
+	p.names, p.off = map[string]struct{}{}, true
 }
 
 func isCode(err error, code string) bool {

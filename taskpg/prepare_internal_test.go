@@ -75,11 +75,11 @@ func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
 	}
 }
 
-// A statement that the server lost between two calls (DEALLOCATE) is
-// prepared again, and the call does what it says once. (DEALLOCATE ALL and
-// DISCARD ALL would take pgx's own statement cache along, which serves the
-// push here.)
-func TestLostPreparedStatementsArePreparedAgain(t *testing.T) {
+// A connection whose server lost one of taskpg's statements between two
+// calls (DEALLOCATE) gets unnamed statements from then on, and the call
+// does what it says, once. (DEALLOCATE ALL and DISCARD ALL would take pgx's
+// own statement cache along, which serves the push here.)
+func TestLostPreparedStatementsGiveWayToUnnamedOnes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	pool := testdb.Postgres(t)
@@ -99,6 +99,9 @@ END LOOP; END $$`, pgx.QueryExecModeSimpleProtocol); err != nil {
 			}
 		}
 		pushPollComplete(ctx, t, repo, conn.Conn(), "plan")
+		if prepared := preparedOnServer(t, conn.Conn()); round > 0 && len(prepared) > 0 {
+			t.Errorf("round %d: prepared again after a statement was lost: %v", round, prepared)
+		}
 	}
 	var done int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM public.task WHERE topic = 'plan' AND state = $1`,
