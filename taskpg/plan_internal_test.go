@@ -352,13 +352,7 @@ func burnDown(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 func TestHotStatementsAreNeverGeneric(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := testdb.Postgres(t)
-	repo := planSetup(t, pool)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	_, repo, conn := planConn(t)
 	db := conn.Conn()
 	for i := range 20 { // PostgreSQL considers a generic plan from the sixth run on
 		for _, condition := range []taskapi.Condition{taskapi.Unconditional, taskapi.SingularByIdentifier} {

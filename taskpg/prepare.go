@@ -86,11 +86,13 @@ func prepare(ctx context.Context, conn *pgconn.PgConn, sql string, oids []uint32
 }
 
 // lostStatement tells whether err says that the server no longer holds a
-// statement as it was prepared: it was deallocated (invalid_sql_statement_name),
-// or its result changed type after the table did (feature_not_supported,
-// "cached plan must not change result type").
+// statement as it was prepared: it was deallocated
+// (invalid_sql_statement_name), or its result changed type after the table
+// did.
 func lostStatement(err error) bool {
-	return isCode(err, "26000") || isCode(err, "0A000")
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "26000" ||
+		pgErr.Code == "0A000" && pgErr.Message == "cached plan must not change result type")
 }
 
 // stopPreparing deallocates the statements prepared on conn, and has it

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -30,6 +31,20 @@ WHERE name LIKE 'taskrepo\_%'`, pgx.QueryExecModeSimpleProtocol)
 	return plans
 }
 
+// planConn returns a database set up by planSetup, its repository, and a
+// connection of its pool, released when the test ends.
+func planConn(t *testing.T) (*pgxpool.Pool, *Repository, *pgxpool.Conn) {
+	t.Helper()
+	pool := testdb.Postgres(t)
+	repo := planSetup(t, pool)
+	conn, err := pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return pool, repo, conn
+}
+
 // pushPollComplete pushes a task to topic, polls it and completes it, on db.
 func pushPollComplete(ctx context.Context, t *testing.T, repo *Repository, db DB, topic string) {
 	t.Helper()
@@ -50,13 +65,7 @@ func pushPollComplete(ctx context.Context, t *testing.T, repo *Repository, db DB
 func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := testdb.Postgres(t)
-	repo := planSetup(t, pool)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	_, repo, conn := planConn(t)
 	for range 3 {
 		pushPollComplete(ctx, t, repo, conn.Conn(), "plan")
 	}
@@ -82,13 +91,7 @@ func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
 func TestLostPreparedStatementsGiveWayToUnnamedOnes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := testdb.Postgres(t)
-	repo := planSetup(t, pool)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	pool, repo, conn := planConn(t)
 	for round := range 4 {
 		if round > 0 {
 			if _, err := conn.Exec(ctx, `DO $$ DECLARE s record; BEGIN
@@ -115,13 +118,7 @@ END LOOP; END $$`, pgx.QueryExecModeSimpleProtocol); err != nil {
 func TestCallersTransactionsGetUnnamedStatements(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := testdb.Postgres(t)
-	repo := planSetup(t, pool)
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	_, repo, conn := planConn(t)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
