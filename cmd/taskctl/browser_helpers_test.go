@@ -99,7 +99,11 @@ func (b *tab) click(css string) {
 	eval[bool](b, `window.__old = true`)
 	b.press(css)
 	b.until("the page after clicking "+css+" is loaded", func() bool {
-		return eval[bool](b, `!window.__old && document.readyState === 'complete'`)
+		// While the tab navigates, an evaluation may meet the page that
+		// is going away ("Inspected target navigated or closed"): not
+		// loaded yet.
+		loaded, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](`!window.__old && document.readyState === 'complete'`))
+		return err == nil && loaded
 	})
 	b.check()
 }
