@@ -49,7 +49,16 @@ const copyThreshold = 100
 func (r *Repository) insert(ctx context.Context, db DB, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	deferred := edge.Deferred(creations)
 	stamp := r.wake.Claim(topic, deferred)
-	tasks, err := r.store(ctx, db, r.wake.statements(stamp != 0, deferred), topic, insertion, creations, revivals)
+	sql := r.wake.statements(stamp != 0, deferred)
+	var tasks []taskapi.Task
+	var err error
+	_, capped := r.capped.Load(topic)
+	if !capped {
+		tasks, err = r.store(ctx, db, sql, topic, insertion, creations, revivals)
+	}
+	if capped || unadmitted(err) {
+		tasks, err = r.admit(ctx, db, sql, topic, insertion, creations, revivals)
+	}
 	if err != nil {
 		r.wake.Forget(topic, deferred, stamp)
 	}
@@ -76,9 +85,16 @@ func (r *Repository) store(ctx context.Context, db DB, sql *pushStatements, topi
 	default:
 		sequences, err = r.appendRows(ctx, db, sql, topic, rows)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
+	}
+	return storedTasks(stored, sequences)
+}
+
+// storedTasks returns the tasks of the stored creations, whose sequences a
+// push returned in any order: none for an unknown topic.
+func storedTasks(stored []taskapi.Creation, sequences []int64) ([]taskapi.Task, error) {
+	switch {
 	case len(sequences) == 0:
 		return nil, taskapi.ErrUnknownTopic
 	case len(sequences) != len(stored):

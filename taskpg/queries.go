@@ -35,7 +35,7 @@ SELECT $1::text, nextval({sequence}), c.identifier, c.state, NULLIF(c.reference,
        c.not_before, c.revivals
 FROM unnest($2::text[], $3::smallint[], $4::text[], $5::text[], $6::timestamp[], $7::integer[])
      WITH ORDINALITY AS c (identifier, state, reference, input, not_before, revivals, ordinal)
-WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
+WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped})
 ORDER BY c.ordinal
 RETURNING sequence`
 
@@ -46,7 +46,7 @@ const pushOne = `
 INSERT INTO {schema}.task (topic, sequence, identifier, state, reference, input, not_before, revivals)
 SELECT $1::text, nextval({sequence}), $2::text, $3::smallint, NULLIF($4::text, ''), NULLIF($5::text, ''),
        $6::timestamp, $7::integer
-WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1)
+WHERE EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped})
 RETURNING sequence`
 
 // pushOneAlone is pushOne for a statement that is a transaction of its own:
@@ -66,7 +66,26 @@ RETURNING sequence`
 // an unknown topic it returns no row and uses no sequence.
 const pushSequences = `
 SELECT nextval({sequence})
-FROM (SELECT FROM {schema}.task_topic WHERE topic = $1 FOR KEY SHARE) AS p, generate_series(1, $2)`
+FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) AS p, generate_series(1, $2)`
+
+// Capacity (see migration 00010): the push statements store tasks only in a
+// topic without a capacity ({uncapped} in their check of the topic's row,
+// and in the CTE by which an insertion mode changes older tasks, which
+// would run even when the insert stores nothing). For a topic with one they
+// store nothing, and the push goes again as admit does: the same statements
+// without the condition (queries.admitted), then task_admit, with
+// taskrepo.admitting on for the transaction meanwhile, which the trigger of
+// the topic's partition asks of every insert (pushOneAlone meets it).
+var (
+	uncapped = strings.NewReplacer("{uncapped}", " AND capacity IS NULL",
+		"{uncappedOlder}", " AND EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1 AND capacity IS NULL)")
+	admitted = strings.NewReplacer("{uncapped}", "", "{uncappedOlder}", "")
+)
+
+const (
+	admit     = `SELECT {schema}.task_admit($1, $2)`
+	admitting = `SELECT set_config('taskrepo.admitting', $1, true)`
+)
 
 // The insertion modes change older tasks in a data-modifying CTE of the same
 // statement: it sees the tasks as they were before the statement, so it never
@@ -86,7 +105,7 @@ FROM (SELECT FROM {schema}.task_topic WHERE topic = $1 FOR KEY SHARE) AS p, gene
 // partition once per push whenever its statistics are missing or stale.
 const (
 	olderTasks = `
-    WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(
+    WHERE t.topic = $1{uncappedOlder} AND t.sequence = ANY (ARRAY(
         SELECT sequence FROM {schema}.task
         WHERE topic = $1 AND state BETWEEN {from} AND {to} AND sequence = ANY (ARRAY(
             SELECT o.sequence FROM unnest($2::text[]) AS i (identifier),
@@ -451,8 +470,8 @@ GROUP BY topic, state`
 
 // queries holds the SQL of a repository, its placeholders substituted.
 type queries struct {
-	push                                           [4]string // by Insertion
-	pushOne, pushOneAlone, pushSequences           string
+	push, admitted                                 [4]string // by Insertion; admitted: into a topic with a capacity
+	pushOne, pushOneAlone, pushSequences, admit    string
 	poll, pollTermed                               [2][2]string // by Order, then unconditional / conditional
 	complete, completeOne, release                 string
 	completeFaults, revivableFaults, readyFaults   string
@@ -488,11 +507,16 @@ func newQueries(schema string, exclusive bool) queries {
 		return sub(strings.NewReplacer(pairs...).Replace(template))
 	}
 	var q queries
-	q.push[taskapi.Append] = sub(pushInsert)
-	q.pushOne, q.pushOneAlone, q.pushSequences = sub(pushOne), sub(pushOneAlone), sub(pushSequences)
-	q.push[taskapi.Supersede] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "1")
-	q.push[taskapi.Replace] = v(pushRedundant+pushInsert, "{from}", "1", "{to}", "6")
-	q.push[taskapi.Delete] = v(pushDelete+pushInsert, "{from}", "1", "{to}", "8")
+	pushes := func(capacity *strings.Replacer) (push [4]string) {
+		push[taskapi.Append] = sub(capacity.Replace(pushInsert))
+		push[taskapi.Supersede] = v(capacity.Replace(pushRedundant+pushInsert), "{from}", "1", "{to}", "1")
+		push[taskapi.Replace] = v(capacity.Replace(pushRedundant+pushInsert), "{from}", "1", "{to}", "6")
+		push[taskapi.Delete] = v(capacity.Replace(pushDelete+pushInsert), "{from}", "1", "{to}", "8")
+		return push
+	}
+	q.push, q.admitted = pushes(uncapped), pushes(admitted)
+	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
+	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
 	branch := func(which, order string) string {
 		return strings.NewReplacer("{which}", which, "{order}", order).Replace(pollBranch)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,6 +44,7 @@ type Repository struct {
 	// owner name, such as the same process started again.
 	incarnation string
 	wake        *wakeUps  // which pushes notify their topic's channel
+	capped      sync.Map  // topics found with a capacity: their pushes go through admit at once
 	collation   collation // whether the database sorts by code point (find.go)
 }
 

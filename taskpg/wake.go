@@ -30,7 +30,7 @@ type wakeUps struct {
 // is delivered when the push's transaction commits, never when it rolls
 // back.
 type pushStatements struct {
-	push                  [4]string // by Insertion
+	push, admitted        [4]string // by Insertion; admitted: into a topic with a capacity
 	pushOne, pushOneAlone string
 	pushSequences         string
 }
@@ -39,7 +39,8 @@ type pushStatements struct {
 // the tables of schema (as given).
 func newWakeUps(s settings, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff, s.wakeInterval, s.quiet)}
-	w.plain = pushStatements{push: q.push, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone, pushSequences: q.pushSequences}
+	w.plain = pushStatements{push: q.push, admitted: q.admitted, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone,
+		pushSequences: q.pushSequences}
 	w.notifying = w.plain.notifying(TasksChannel(schema))
 	w.notifyingDue = w.plain.notifying(DueChannel(schema))
 	return w
@@ -49,10 +50,8 @@ func newWakeUps(s settings, q queries, schema string) *wakeUps {
 func (p pushStatements) notifying(channel string) pushStatements {
 	notify := notifying(channel)
 	var n pushStatements
-	for i, statement := range p.push {
-		if statement != "" {
-			n.push[i] = notify(statement)
-		}
+	for i := range p.push {
+		n.push[i], n.admitted[i] = notify(p.push[i]), notify(p.admitted[i])
 	}
 	// pushOneAlone has no topic check to hang the notification on: the
 	// notifying push of one task checks the topic as pushOne does, which

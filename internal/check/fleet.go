@@ -43,3 +43,14 @@ func Renew(owner string, term taskapi.Term, ttl time.Duration) (bool, error) {
 func Concede(owner string, term taskapi.Term) (bool, error) {
 	return ran(term.Owner == owner, Topic(term.Topic))
 }
+
+// Capacity checks a topic and a capacity to set: 0 (none) or more.
+func Capacity(topic string, capacity int64) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if capacity < 0 {
+		return fmt.Errorf("capacity %d is negative: %w", capacity, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}

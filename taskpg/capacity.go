@@ -1,0 +1,148 @@
+package taskpg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/taskrepo/taskrepo/internal/batch"
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+var _ taskapi.Capacitor[DB] = (*Repository)(nil)
+
+// The capacity of a topic lives in its row of task_topic (NULL for none);
+// migration 00010 tells how pushes are admitted against it.
+const (
+	capacitySet  = `UPDATE {schema}.task_topic SET capacity = NULLIF($2::bigint, 0) WHERE topic = $1`
+	capacityRows = `SELECT topic, capacity FROM {schema}.task_topic WHERE capacity IS NOT NULL`
+)
+
+// SetCapacity sets the capacity of topic, 0 for none. Setting, changing or
+// removing one waits for the pushes and polls of the topic under way, and
+// holds theirs back until the call's transaction ends: it changes the
+// triggers of the topic's partition.
+func (r *Repository) SetCapacity(ctx context.Context, db DB, topic string, capacity int64) error {
+	if err := check.Capacity(topic, capacity); err != nil {
+		return wrapf(err, "set the capacity of %q to %d", topic, capacity)
+	}
+	_, err := retrying(ctx, db, func() (struct{}, error) {
+		tag, err := exec(ctx, db, r.fleetSQL(capacitySet), topic, capacity)
+		if err == nil && tag.RowsAffected() == 0 {
+			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
+		}
+		return struct{}{}, err
+	})
+	if err != nil {
+		return wrapf(err, "set the capacity of %q to %d", topic, capacity)
+	}
+	if capacity > 0 {
+		r.capped.Store(topic, struct{}{})
+	}
+	return nil
+}
+
+// Capacities returns the capacity of every registered topic that has one.
+func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, error) {
+	rows, _ := query(ctx, db, r.fleetSQL(capacityRows))
+	capacities := map[string]int64{}
+	var (
+		topic    string
+		capacity int64
+	)
+	_, err := pgx.ForEachRow(rows, []any{&topic, &capacity}, func() error {
+		capacities[topic] = capacity
+		return nil
+	})
+	if err != nil {
+		return nil, wrapf(err, "read capacities")
+	}
+	return capacities, nil
+}
+
+// admit stores creations in a topic that may have a capacity, in one round
+// trip: taskrepo.admitting on, the push statement that stores into such a
+// topic, task_admit, and taskrepo.admitting off. Inside a caller's
+// transaction they run in a savepoint, so that a refused push leaves the
+// transaction usable; elsewhere the round trip's implicit transaction rolls
+// back. It remembers whether the topic has a capacity.
+func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
+	stored, created := batch.Stored(insertion, creations)
+	if revivals != nil && len(revivals) != len(stored) {
+		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
+	}
+	rows := pushRows(stored, ordinals(created), revivals)
+	ready := 0
+	for _, state := range created {
+		if state == taskapi.Ready {
+			ready++
+		}
+	}
+	var (
+		sequences []int64
+		sequence  int64
+		capped    = true
+	)
+	steps := []step{{sql: admitting, args: []any{"on"}}}
+	if insertion != taskapi.Append {
+		steps = append(steps, r.identifierLocks(topic, rows.identifiers)...)
+	}
+	steps = append(steps,
+		step{sql: sql.admitted[insertion], args: rows.arrays(topic), dest: []any{&sequence},
+			each: func() error { sequences = append(sequences, sequence); return nil }},
+		step{sql: r.q.admit, args: []any{topic, ready}, dest: []any{&capped}},
+		step{sql: admitting, args: []any{""}})
+	send := func(db DB) error { return pipeline(ctx, db, steps...) }
+	var err error
+	if scopeOf(db) == inside {
+		err = atomic(ctx, db, send)
+	} else {
+		err = send(db)
+	}
+	if err != nil {
+		return nil, overCapacity(err, topic)
+	}
+	if capped {
+		r.capped.Store(topic, struct{}{})
+	} else {
+		r.capped.Delete(topic)
+	}
+	return storedTasks(stored, sequences)
+}
+
+// unadmitted reports whether a push failed for want of admission: it stored
+// nothing (an unknown topic, or one with a capacity), or met the trigger of
+// a topic with a capacity (TR002), or found no partition (23514, which is
+// the same for pushOneAlone).
+func unadmitted(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "TR002" || pgErr.Code == "23514" && pgErr.ConstraintName == ""
+	}
+	return errors.Is(err, taskapi.ErrUnknownTopic)
+}
+
+// overCapacity returns err as a *taskapi.CapacityError when task_admit
+// refused the push (TR001, whose DETAIL is the capacity and the count).
+func overCapacity(err error, topic string) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "TR001" {
+		return err
+	}
+	figures := strings.Fields(pgErr.Detail)
+	if len(figures) != 2 {
+		return err
+	}
+	capacity, cErr := strconv.ParseInt(figures[0], 10, 64)
+	count, nErr := strconv.ParseInt(figures[1], 10, 64)
+	if cErr != nil || nErr != nil {
+		return err
+	}
+	return &taskapi.CapacityError{Topic: topic, Capacity: capacity, Count: count}
+}
