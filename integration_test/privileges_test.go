@@ -118,6 +118,16 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	}
 	_, err = repo.Topics(ctx, db)
 	step("Topics", err)
+	// Every push, revival and junction below meets a capacity, as does the
+	// destroyed topic's.
+	capacitor, ok := repo.(taskapi.Capacitor[Tx])
+	if !ok {
+		t.Fatalf("%T is no taskapi.Capacitor", repo)
+	}
+	step("SetCapacity", capacitor.SetCapacity(ctx, db, topic, 10_000))
+	step("SetCapacity of another topic", capacitor.SetCapacity(ctx, db, gone, 1))
+	_, err = capacitor.Capacities(ctx, db)
+	step("Capacities", err)
 	// The activation and the term of the topic that is destroyed below go
 	// with it.
 	activator, ok := repo.(taskapi.Activator[Tx])
@@ -228,6 +238,7 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	step("Advance", err)
 	_, err = repo.Mark(ctx, db, gone, "s")
 	step("Mark", err)
+	step("SetCapacity to none", capacitor.SetCapacity(ctx, db, topic, 0))
 	step("PurgeAll", repo.PurgeAll(ctx, db, topic))
 	_, err = repo.Destroy(ctx, db, gone)
 	step("Destroy", err)
@@ -247,6 +258,7 @@ var postgresGrants = []string{
 	"GRANT USAGE ON SEQUENCE task_sequence TO {role}",
 	"GRANT EXECUTE ON FUNCTION task_truncate(text), task_analyze(text[]) TO {role}",
 	"GRANT SELECT, INSERT, UPDATE ON task_activation, task_leader TO {role}",
+	"GRANT SELECT, UPDATE ON task_allowance TO {role}",
 	"GRANT SELECT, INSERT, UPDATE, DELETE ON task_schedule TO {role}",
 	"GRANT SELECT, INSERT ON task_audit TO {role}",
 }

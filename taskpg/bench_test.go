@@ -38,7 +38,7 @@ var growthRows = flag.Int("taskpg.growth", 200_000,
 
 // benchSetup returns a fresh database with the topic and a registered
 // repository.
-func benchSetup(b *testing.B) (*pgxpool.Pool, *taskpg.Repository) {
+func benchSetup(b testing.TB, capacity ...int64) (*pgxpool.Pool, *taskpg.Repository) {
 	b.Helper()
 	db := testdb.Postgres(b)
 	repo, err := taskpg.New("bench")
@@ -50,6 +50,11 @@ func benchSetup(b *testing.B) (*pgxpool.Pool, *taskpg.Repository) {
 	}
 	if _, err := repo.Initialize(b.Context(), db, benchTopic); err != nil {
 		b.Fatal(err)
+	}
+	for _, c := range capacity {
+		if err := repo.SetCapacity(b.Context(), db, benchTopic, c); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return db, repo
 }
@@ -117,6 +122,13 @@ func BenchmarkPushBulk(b *testing.B) {
 	benchPushBatches(b, taskapi.Append, 1<<62)
 }
 
+// BenchmarkPushBulkCapacity is BenchmarkPushBulk into a topic with a
+// capacity that the pushes never reach: the cost of admission.
+func BenchmarkPushBulkCapacity(b *testing.B) {
+	b.Run("none", func(b *testing.B) { benchPushBatches(b, taskapi.Append, 1<<62) })
+	b.Run("capacity", func(b *testing.B) { benchPushBatches(b, taskapi.Append, 1<<62, 1<<40) })
+}
+
 // BenchmarkPushReplace pushes b.N tasks with Replace in batches of
 // benchBatch, over ten batches' worth of identifiers: from the eleventh batch
 // on, every task replaces an older one.
@@ -124,8 +136,8 @@ func BenchmarkPushReplace(b *testing.B) {
 	benchPushBatches(b, taskapi.Replace, 10*benchBatch)
 }
 
-func benchPushBatches(b *testing.B, insertion taskapi.Insertion, identifiers int) {
-	db, repo := benchSetup(b)
+func benchPushBatches(b *testing.B, insertion taskapi.Insertion, identifiers int, capacity ...int64) {
+	db, repo := benchSetup(b, capacity...)
 	ctx := b.Context()
 	creations := benchCreations(0, b.N)
 	for i := range creations {
@@ -147,14 +159,31 @@ func benchPushBatches(b *testing.B, insertion taskapi.Insertion, identifiers int
 // BenchmarkPushSingle pushes one task per transaction from 8 goroutines per
 // core, as producers do from their own transactions.
 func BenchmarkPushSingle(b *testing.B) {
-	db, repo := benchSetup(b)
+	benchPushSingle(b, pushInTx)
+}
+
+// BenchmarkPushSingleCapacity pushes one task per push, as
+// BenchmarkPushSingle does and on the pool, into a topic without and with
+// a capacity that the pushes never reach: the cost of admission.
+func BenchmarkPushSingleCapacity(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		capacity []int64
+	}{{"none", nil}, {"capacity", []int64{1 << 40}}} {
+		b.Run("tx/"+c.name, func(b *testing.B) { benchPushSingle(b, pushInTx, c.capacity...) })
+		b.Run("pool/"+c.name, func(b *testing.B) { benchPushSingle(b, pushAlone, c.capacity...) })
+	}
+}
+
+func benchPushSingle(b *testing.B, push func(context.Context, *pgxpool.Pool, *taskpg.Repository, []taskapi.Creation) error, capacity ...int64) {
+	db, repo := benchSetup(b, capacity...)
 	b.ReportAllocs()
 	reportServer := startServerCPU(b, db)
 	b.ResetTimer()
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for i := 0; pb.Next(); i++ {
-			if err := pushInTx(b.Context(), db, repo, benchCreations(i, 1)); err != nil {
+			if err := push(b.Context(), db, repo, benchCreations(i, 1)); err != nil {
 				b.Error(err)
 				return
 			}
@@ -162,6 +191,12 @@ func BenchmarkPushSingle(b *testing.B) {
 	})
 	reportRate(b, b.N)
 	reportServer()
+}
+
+// pushAlone pushes on the pool: a transaction of the push's own.
+func pushAlone(ctx context.Context, db *pgxpool.Pool, repo *taskpg.Repository, creations []taskapi.Creation) error {
+	_, err := repo.Push(ctx, db, benchTopic, taskapi.Append, creations...)
+	return err
 }
 
 func pushInTx(ctx context.Context, db *pgxpool.Pool, repo *taskpg.Repository, creations []taskapi.Creation) error {

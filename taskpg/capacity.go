@@ -67,8 +67,9 @@ func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, e
 }
 
 // admit stores creations in a topic that may have a capacity, in one round
-// trip: taskrepo.admitting on, the push statement that stores into such a
-// topic, task_admit, and taskrepo.admitting off. Inside a caller's
+// trip: the push statement that stores into such a topic, then task_admit.
+// taskrepo.admitting stays on until the transaction ends; only a push of
+// taskpg's own transaction (pushOneAlone) has no other check. Inside a caller's
 // transaction they run in a savepoint, so that a refused push leaves the
 // transaction usable; elsewhere the round trip's implicit transaction rolls
 // back. It remembers whether the topic has a capacity.
@@ -89,15 +90,14 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		sequence  int64
 		capped    = true
 	)
-	steps := []step{{sql: admitting, args: []any{"on"}}}
+	var steps []step
 	if insertion != taskapi.Append {
-		steps = append(steps, r.identifierLocks(topic, rows.identifiers)...)
+		steps = r.identifierLocks(topic, rows.identifiers)
 	}
 	steps = append(steps,
 		step{sql: sql.admitted[insertion], args: rows.arrays(topic), dest: []any{&sequence},
 			each: func() error { sequences = append(sequences, sequence); return nil }},
-		step{sql: r.q.admit, args: []any{topic, ready}, dest: []any{&capped}},
-		step{sql: admitting, args: []any{""}})
+		step{sql: r.q.admit, args: []any{topic, ready}, dest: []any{&capped}})
 	send := func(db DB) error { return pipeline(ctx, db, steps...) }
 	var err error
 	if scopeOf(db) == inside {

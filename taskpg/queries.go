@@ -73,19 +73,17 @@ FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) 
 // and in the CTE by which an insertion mode changes older tasks, which
 // would run even when the insert stores nothing). For a topic with one they
 // store nothing, and the push goes again as admit does: the same statements
-// without the condition (queries.admitted), then task_admit, with
-// taskrepo.admitting on for the transaction meanwhile, which the trigger of
-// the topic's partition asks of every insert (pushOneAlone meets it).
+// without the condition, which turn taskrepo.admitting on for the
+// transaction instead, as the trigger of the topic's partition asks of every
+// insert (pushOneAlone meets it), then task_admit.
 var (
 	uncapped = strings.NewReplacer("{uncapped}", " AND capacity IS NULL",
 		"{uncappedOlder}", " AND EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1 AND capacity IS NULL)")
-	admitted = strings.NewReplacer("{uncapped}", "", "{uncappedOlder}", "")
+	admitted = strings.NewReplacer("{uncapped}", " AND set_config('taskrepo.admitting', 'on', true) IS NOT NULL",
+		"{uncappedOlder}", "")
 )
 
-const (
-	admit     = `SELECT {schema}.task_admit($1, $2)`
-	admitting = `SELECT set_config('taskrepo.admitting', $1, true)`
-)
+const admit = `SELECT {schema}.task_admit($1, $2)`
 
 // The insertion modes change older tasks in a data-modifying CTE of the same
 // statement: it sees the tasks as they were before the statement, so it never

@@ -11,7 +11,10 @@
 --   that refuses a row unless taskrepo.admitting is 'on' for the
 --   transaction (SQLSTATE TR002); so would any client that inserts tasks on
 --   its own.
--- - task_admit runs after the insert, in the push's transaction. It takes
+-- - task_admit runs after the insert, in the push's transaction. Its
+--   statements on task_allowance and task_topic, small tables read by their
+--   keys, keep their plans (force_generic_plan, whatever the session's
+--   setting); its count of tasks is planned every time (EXECUTE). It takes
 --   what it needs from one of the topic's allowances (task_allowance,
 --   shards that concurrent pushes take in turn, SKIP LOCKED): a push holds
 --   its shard until it commits, so that no two pushes spend the same
@@ -42,7 +45,7 @@ CREATE TABLE task_allowance (
 
 -- +goose StatementBegin
 CREATE FUNCTION task_admit(p_topic text, p_pushed bigint) RETURNS boolean
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     room  bigint;
     ready bigint;

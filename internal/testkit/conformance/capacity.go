@@ -163,15 +163,17 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 
 	all["TasksBackInPlaceCountButAreNotRefused"] = func(t *testing.T) {
+		// With room for 2 more when the tasks come back, a push of 1 would
+		// fit what was left before, and must count them.
 		c := capacityOf(setup(t, b, topic))
-		c.set(topic, 2)
+		c.set(topic, 4)
 		c.pushIDs(topic, "a", "b")
 		polled := c.poll(topic, 2)
 		c.complete(topic, taskapi.Failure, polled...)
 		c.pushIDs(topic, "c", "d")
 		c.reviveTasks(topic, taskapi.ReviveReset, polled...)
 		c.wantReady(topic, 4)
-		c.wantRefused(topic, 2, 5, taskapi.Append, 1)
+		c.wantRefused(topic, 4, 5, taskapi.Append, 1)
 	}
 
 	all["RecreatingRevivalsAreAdmitted"] = func(t *testing.T) {
