@@ -23,6 +23,7 @@ var scenarios = []scenario{
 	{"bulk", runBulk},
 	{"replace", runReplace},
 	{"single", runSingle},
+	{"capacity", runCapacity},
 	{"burndown", runBurndown},
 	{"traps", runTraps},
 	{"growth", runGrowth},

@@ -216,6 +216,18 @@ func (r *Report) relative(key, name string, task, ref *result, note string) {
 	r.add(f)
 }
 
+// relativeTo adds a taskrepo throughput and its ratio to ref, the same
+// scenario's taskrepo throughput without what the figure adds (a
+// capacity, say); target is the least ratio wanted.
+func (r *Report) relativeTo(key, name string, task, ref *result, target float64, note string) {
+	f := Figure{Key: key, Name: name, Unit: "tasks/s", Taskrepo: rateOf(task), RatioOf: "without",
+		Target: target, Note: joinNotes(note, task, rivers{})}
+	if ref != nil && ref.rate() > 0 {
+		f.Ratio = value(task.rate() / ref.rate())
+	}
+	r.add(f)
+}
+
 // growth adds the burn-down next to old rows as a share of the empty-table
 // burn-down, for each side.
 func (r *Report) growth(key, name string, task, river, taskRef, riverRef *result, target float64) {

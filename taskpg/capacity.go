@@ -44,6 +44,8 @@ func (r *Repository) SetCapacity(ctx context.Context, db DB, topic string, capac
 	}
 	if capacity > 0 {
 		r.capped.Store(topic, struct{}{})
+	} else {
+		r.capped.Delete(topic)
 	}
 	return nil
 }
@@ -68,42 +70,48 @@ func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, e
 
 // admit stores creations in a topic that may have a capacity, in one round
 // trip: the push statement that stores into such a topic, then task_admit.
-// taskrepo.admitting stays on until the transaction ends; only a push of
-// taskpg's own transaction (pushOneAlone) has no other check. Inside a caller's
-// transaction they run in a savepoint, so that a refused push leaves the
-// transaction usable; elsewhere the round trip's implicit transaction rolls
-// back. It remembers whether the topic has a capacity.
+// The push turns taskrepo.admitting on until the transaction ends; only a
+// push of taskpg's own transaction (pushOneAlone) has no other check. An
+// Append goes as pgx's statements, which may be prepared with generic
+// plans, as appendRows does; the other insertions change older tasks and
+// go as a pipeline, planned for their arguments. Inside a caller's
+// transaction the round trip runs in a savepoint, so that a refused push
+// leaves the transaction usable; elsewhere the round trip's implicit
+// transaction rolls back. admit remembers whether the topic has a capacity.
 func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	stored, created := batch.Stored(insertion, creations)
 	if revivals != nil && len(revivals) != len(stored) {
 		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
 	}
 	rows := pushRows(stored, ordinals(created), revivals)
-	ready := 0
-	for _, state := range created {
-		if state == taskapi.Ready {
-			ready++
-		}
+	insert, args := sql.admitted[insertion], rows.arrays(topic)
+	if insertion == taskapi.Append && rows.len() == 1 {
+		insert, args = sql.admittedOne, rows.row(topic, 0)
 	}
-	var (
-		sequences []int64
-		sequence  int64
-		capped    = true
-	)
-	var steps []step
+	admission := []any{topic, countReady(created)}
+	var sequences []int64
+	capped := true
+	send := func(ctx context.Context, db DB) error {
+		b := &pgx.Batch{}
+		b.Queue(insert, args...).Query(func(result pgx.Rows) (err error) {
+			sequences, err = collectSequences(result, rows.len())
+			return err
+		})
+		b.Queue(r.q.admit, admission...).QueryRow(func(row pgx.Row) error { return row.Scan(&capped) })
+		return db.SendBatch(ctx, b).Close()
+	}
+	through := alone
 	if insertion != taskapi.Append {
-		steps = r.identifierLocks(topic, rows.identifiers)
+		send = func(ctx context.Context, db DB) error {
+			return r.admitChanging(ctx, db, topic, rows, insert, args, admission, &sequences, &capped)
+		}
+		through = func(ctx context.Context, db DB, call func(context.Context, DB) error) error { return call(ctx, db) }
 	}
-	steps = append(steps,
-		step{sql: sql.admitted[insertion], args: rows.arrays(topic), dest: []any{&sequence},
-			each: func() error { sequences = append(sequences, sequence); return nil }},
-		step{sql: r.q.admit, args: []any{topic, ready}, dest: []any{&capped}})
-	send := func(db DB) error { return pipeline(ctx, db, steps...) }
 	var err error
 	if scopeOf(db) == inside {
-		err = atomic(ctx, db, send)
+		err = atomic(ctx, db, func(tx DB) error { return send(ctx, tx) })
 	} else {
-		err = send(db)
+		err = through(ctx, db, send)
 	}
 	if err != nil {
 		return nil, overCapacity(err, topic)
@@ -114,6 +122,29 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		r.capped.Delete(topic)
 	}
 	return storedTasks(stored, sequences)
+}
+
+// admitChanging sends the push of an insertion that changes older tasks,
+// after the locks of its identifiers (see insertRows), and task_admit, as
+// a pipeline, which runs in a transaction of its own where db is a pool.
+func (r *Repository) admitChanging(ctx context.Context, db DB, topic string, rows taskRows, insert string, args, admission []any, sequences *[]int64, capped *bool) error {
+	var sequence int64
+	steps := append(r.identifierLocks(topic, rows.identifiers),
+		step{sql: insert, args: args, dest: []any{&sequence},
+			each: func() error { *sequences = append(*sequences, sequence); return nil }},
+		step{sql: r.q.admit, args: admission, dest: []any{capped}, each: func() error { return nil }})
+	return pipeline(ctx, db, steps...)
+}
+
+// countReady returns how many of states are Ready.
+func countReady(states []taskapi.State) int {
+	n := 0
+	for _, state := range states {
+		if state == taskapi.Ready {
+			n++
+		}
+	}
+	return n
 }
 
 // unadmitted reports whether a push failed for want of admission: it stored

@@ -120,25 +120,32 @@ func (r *Repository) appendRows(ctx context.Context, db DB, sql *pushStatements,
 // which may be prepared; where db is a pool or a connection outside a
 // transaction, guarded against ctx's end (see guard).
 func storedSequences(ctx context.Context, db DB, n int, query string, args ...any) ([]int64, error) {
-	collect := func(ctx context.Context, db DB) ([]int64, error) {
+	var sequences []int64
+	err := alone(ctx, db, func(ctx context.Context, db DB) (err error) {
 		result, _ := db.Query(ctx, query, args...)
-		return collectSequences(result, n)
-	}
+		sequences, err = collectSequences(result, n)
+		return err
+	})
+	return sequences, err
+}
+
+// alone runs call, one round trip of pgx's statements (which may be
+// prepared) on db: inside a caller's transaction as it is; where db is a
+// pool or a connection outside a transaction, on a connection of its own,
+// guarded against ctx's end (see guard).
+func alone(ctx context.Context, db DB, call func(ctx context.Context, db DB) error) error {
 	if scopeOf(db) != own {
-		return collect(ctx, db)
+		return call(ctx, db)
 	}
 	conn, release, err := connOf(ctx, db)
-	var sequences []int64
 	switch {
 	case err != nil:
-		return nil, err
+		return err
 	case conn == nil: // another implementation of DB
-		err = atomic(ctx, db, func(tx DB) (err error) { sequences, err = collect(ctx, tx); return err })
-		return sequences, err
+		return atomic(ctx, db, func(tx DB) error { return call(ctx, tx) })
 	}
 	defer release()
-	err = guard(ctx, conn, func(ctx context.Context) (err error) { sequences, err = collect(ctx, conn); return err })
-	return sequences, err
+	return guard(ctx, conn, func(ctx context.Context) error { return call(ctx, conn) })
 }
 
 // insertRows runs the push statement of an insertion mode that changes

@@ -470,6 +470,7 @@ GROUP BY topic, state`
 type queries struct {
 	push, admitted                                 [4]string // by Insertion; admitted: into a topic with a capacity
 	pushOne, pushOneAlone, pushSequences, admit    string
+	admittedOne                                    string
 	poll, pollTermed                               [2][2]string // by Order, then unconditional / conditional
 	complete, completeOne, release                 string
 	completeFaults, revivableFaults, readyFaults   string
@@ -514,6 +515,7 @@ func newQueries(schema string, exclusive bool) queries {
 	}
 	q.push, q.admitted = pushes(uncapped), pushes(admitted)
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
+	q.admittedOne = sub(admitted.Replace(pushOne))
 	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
 	branch := func(which, order string) string {
 		return strings.NewReplacer("{which}", which, "{order}", order).Replace(pollBranch)

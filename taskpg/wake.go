@@ -33,6 +33,7 @@ type pushStatements struct {
 	push, admitted        [4]string // by Insertion; admitted: into a topic with a capacity
 	pushOne, pushOneAlone string
 	pushSequences         string
+	admittedOne           string // pushOne into a topic with a capacity
 }
 
 // newWakeUps returns the wake-ups of a repository whose queries are q, on
@@ -40,7 +41,7 @@ type pushStatements struct {
 func newWakeUps(s settings, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff, s.wakeInterval, s.quiet)}
 	w.plain = pushStatements{push: q.push, admitted: q.admitted, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone,
-		pushSequences: q.pushSequences}
+		pushSequences: q.pushSequences, admittedOne: q.admittedOne}
 	w.notifying = w.plain.notifying(TasksChannel(schema))
 	w.notifyingDue = w.plain.notifying(DueChannel(schema))
 	return w
@@ -58,7 +59,7 @@ func (p pushStatements) notifying(channel string) pushStatements {
 	// costs little at one push per topic and interval.
 	n.pushOne = notify(p.pushOne)
 	n.pushOneAlone = n.pushOne
-	n.pushSequences = notify(p.pushSequences)
+	n.pushSequences, n.admittedOne = notify(p.pushSequences), notify(p.admittedOne)
 	return n
 }
 
