@@ -2,6 +2,7 @@ package taskpg_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -54,5 +55,35 @@ func Example() {
 		if err := repo.Complete(ctx, pool, "mail", taskapi.Completion{Task: task, Decision: decision}); err != nil {
 			log.Fatal(err)
 		}
+	}
+}
+
+// A service bounds the backlog of a tenant's topic: a push that would leave
+// more than 1,000 Ready tasks fails, and the caller is turned away.
+func ExampleRepository_SetCapacity() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL")) // migrated with migrations.Up
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	repo, err := taskpg.New("api-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := repo.Initialize(ctx, pool, "tenant-acme"); err != nil {
+		log.Fatal(err)
+	}
+	if err := repo.SetCapacity(ctx, pool, "tenant-acme", 1000); err != nil {
+		log.Fatal(err)
+	}
+
+	_, err = repo.Push(ctx, pool, "tenant-acme", taskapi.Append, taskapi.Creation{Identifier: "report-7"})
+	var full *taskapi.CapacityError
+	switch {
+	case errors.As(err, &full):
+		fmt.Printf("busy: %s is full (%d tasks); try again later\n", full.Topic, full.Capacity)
+	case err != nil:
+		log.Fatal(err)
 	}
 }
