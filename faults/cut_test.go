@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -122,6 +123,83 @@ func TestCutPushLeavesAllOrNothing(t *testing.T) {
 		}
 	}
 	c.check(t, "Push")
+}
+
+// TestCutPushIntoACapacityNeitherOverfillsNorLeaks cuts pushes of one to
+// three tasks into a topic with a capacity of 20, at random points, on a
+// pool and inside a producer's transaction, while a consumer drains it now
+// and then: the topic never holds more than 20 Ready tasks, a push is all
+// or nothing and committed when it returned no error, and no cut keeps
+// room taken: afterwards, pushes of one task fill it to exactly 20.
+func TestCutPushIntoACapacityNeitherOverfillsNorLeaks(t *testing.T) {
+	const capacity = 20
+	r := newCutRig(t)
+	ctx := context.Background()
+	if _, err := r.repo.Initialize(ctx, r.direct, "capped"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.repo.SetCapacity(ctx, r.direct, "capped", capacity); err != nil {
+		t.Fatal(err)
+	}
+	push := func(db taskpg.DB, id string, n int) error {
+		creations := make([]taskapi.Creation, n)
+		for k := range creations {
+			creations[k] = taskapi.Creation{Identifier: fmt.Sprintf("%s-%d", id, k)}
+		}
+		_, err := r.repo.Push(ctx, db, "capped", taskapi.Append, creations...)
+		return err
+	}
+	var c tally
+	for i := range cutRounds {
+		n, id := 1+i%3, fmt.Sprintf("round-%d", i)
+		before := r.count(t, "capped", "", taskapi.Ready)
+		err := r.cutting(func() error {
+			if i%2 == 0 {
+				return push(r.proxied, id, n)
+			}
+			return taskpg.Transact(r.proxied)(ctx, func(tx taskpg.DB) error { return push(tx, id, n) })
+		})
+		if !errors.Is(err, taskapi.ErrOverCapacity) {
+			c.add(err)
+		}
+		after := r.count(t, "capped", "", taskapi.Ready)
+		if after > capacity || (after != before && after != before+int64(n)) || (err == nil && after != before+int64(n)) {
+			t.Fatalf("round %d (error %v): %d Ready tasks before a push of %d, %d after (capacity %d)", i, err, before, n, after, capacity)
+		}
+		if i%5 == 4 {
+			tasks, err := r.repo.Poll(ctx, r.direct, "capped", 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.completeAll(t, "capped", tasks)
+		}
+	}
+	c.check(t, "Push into a capacity")
+	for i := 0; ; i++ {
+		err := push(r.direct, fmt.Sprintf("fill-%d", i), 1)
+		if errors.Is(err, taskapi.ErrOverCapacity) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ready := r.count(t, "capped", "", taskapi.Ready); ready != capacity {
+		t.Fatalf("filled to %d Ready tasks, want the capacity, %d", ready, capacity)
+	}
+}
+
+// completeAll completes tasks of topic with Success, directly.
+func (r *cutRig) completeAll(t *testing.T, topic string, tasks []taskapi.Task) {
+	completions := make([]taskapi.Completion, len(tasks))
+	for i, task := range tasks {
+		completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Success}}
+	}
+	if len(completions) > 0 {
+		if err := r.repo.Complete(context.Background(), r.direct, topic, completions...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // TestCutPollLeavesAllOrNothing cuts a poll of five tasks at random points:
