@@ -71,68 +71,76 @@ func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, e
 // admit stores creations in a topic that may have a capacity, in one round
 // trip: the push statement that stores into such a topic, then task_admit.
 // The push turns taskrepo.admitting on until the transaction ends; only a
-// push of taskpg's own transaction (pushOneAlone) has no other check. An
-// Append goes as pgx's statements, which may be prepared with generic
-// plans, as appendRows does; the other insertions change older tasks and
-// go as a pipeline, planned for their arguments. Inside a caller's
-// transaction the round trip runs in a savepoint, so that a refused push
-// leaves the transaction usable; elsewhere the round trip's implicit
-// transaction rolls back. admit remembers whether the topic has a capacity.
+// push of taskpg's own transaction (pushOneAlone) has no other check.
+// Inside a caller's transaction the round trip runs in a savepoint, so that
+// a refused push leaves the transaction usable; elsewhere the round trip's
+// implicit transaction rolls back. admit remembers whether the topic has a
+// capacity.
 func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	stored, created := batch.Stored(insertion, creations)
 	if revivals != nil && len(revivals) != len(stored) {
 		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
 	}
 	rows := pushRows(stored, ordinals(created), revivals)
-	insert, args := sql.admitted[insertion], rows.arrays(topic)
-	if insertion == taskapi.Append && rows.len() == 1 {
-		insert, args = sql.admittedOne, rows.row(topic, 0)
-	}
-	admission := []any{topic, countReady(created)}
-	var sequences []int64
-	capped := true
-	send := func(ctx context.Context, db DB) error {
-		b := &pgx.Batch{}
-		b.Queue(insert, args...).Query(func(result pgx.Rows) (err error) {
-			sequences, err = collectSequences(result, rows.len())
-			return err
-		})
-		b.Queue(r.q.admit, admission...).QueryRow(func(row pgx.Row) error { return row.Scan(&capped) })
-		return db.SendBatch(ctx, b).Close()
-	}
-	through := alone
-	if insertion != taskapi.Append {
-		send = func(ctx context.Context, db DB) error {
-			return r.admitChanging(ctx, db, topic, rows, insert, args, admission, &sequences, &capped)
-		}
-		through = func(ctx context.Context, db DB, call func(context.Context, DB) error) error { return call(ctx, db) }
+	a := &admission{rows: rows, insert: sql.admitted[insertion], args: rows.arrays(topic),
+		admit: []any{topic, countReady(created)}, capped: true}
+	send := r.admitAppend
+	switch {
+	case insertion != taskapi.Append:
+		send = r.admitChanging
+	case rows.len() == 1:
+		a.insert, a.args = sql.admittedOne, rows.row(topic, 0)
 	}
 	var err error
 	if scopeOf(db) == inside {
-		err = atomic(ctx, db, func(tx DB) error { return send(ctx, tx) })
+		err = atomic(ctx, db, func(tx DB) error { return send(ctx, tx, topic, a) })
 	} else {
-		err = through(ctx, db, send)
+		err = send(ctx, db, topic, a)
 	}
 	if err != nil {
 		return nil, overCapacity(err, topic)
 	}
-	if capped {
+	if a.capped {
 		r.capped.Store(topic, struct{}{})
 	} else {
 		r.capped.Delete(topic)
 	}
-	return storedTasks(stored, sequences)
+	return storedTasks(stored, a.sequences)
+}
+
+// An admission is a push into a topic that may have a capacity: its
+// statement and arguments, those of task_admit, and what they returned.
+type admission struct {
+	rows        taskRows
+	insert      string
+	args, admit []any
+	sequences   []int64
+	capped      bool // task_admit found a capacity
+}
+
+// admitAppend sends an Append and task_admit as pgx's statements, which
+// may be prepared with generic plans, as appendRows does.
+func (r *Repository) admitAppend(ctx context.Context, db DB, _ string, a *admission) error {
+	return alone(ctx, db, func(ctx context.Context, db DB) error {
+		b := &pgx.Batch{}
+		b.Queue(a.insert, a.args...).Query(func(result pgx.Rows) (err error) {
+			a.sequences, err = collectSequences(result, a.rows.len())
+			return err
+		})
+		b.Queue(r.q.admit, a.admit...).QueryRow(func(row pgx.Row) error { return row.Scan(&a.capped) })
+		return db.SendBatch(ctx, b).Close()
+	})
 }
 
 // admitChanging sends the push of an insertion that changes older tasks,
 // after the locks of its identifiers (see insertRows), and task_admit, as
-// a pipeline, which runs in a transaction of its own where db is a pool.
-func (r *Repository) admitChanging(ctx context.Context, db DB, topic string, rows taskRows, insert string, args, admission []any, sequences *[]int64, capped *bool) error {
+// a pipeline, planned for its arguments.
+func (r *Repository) admitChanging(ctx context.Context, db DB, topic string, a *admission) error {
 	var sequence int64
-	steps := append(r.identifierLocks(topic, rows.identifiers),
-		step{sql: insert, args: args, dest: []any{&sequence},
-			each: func() error { *sequences = append(*sequences, sequence); return nil }},
-		step{sql: r.q.admit, args: admission, dest: []any{capped}, each: func() error { return nil }})
+	steps := append(r.identifierLocks(topic, a.rows.identifiers),
+		step{sql: a.insert, args: a.args, dest: []any{&sequence},
+			each: func() error { a.sequences = append(a.sequences, sequence); return nil }},
+		step{sql: r.q.admit, args: a.admit, dest: []any{&a.capped}, each: func() error { return nil }})
 	return pipeline(ctx, db, steps...)
 }
 
