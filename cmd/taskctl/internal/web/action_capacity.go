@@ -28,7 +28,7 @@ func (s *Server) planCapacity(ctx context.Context, f form, preview bool) (*plan,
 	}
 	p := &plan{Title: "Set the capacity", Hidden: url.Values{"topic": {topic}}, Back: topicLink(topic)}
 	if f.text(capacityField) == "" {
-		p.Choose = []field{capacityChoice(current[topic])}
+		p.Choose = []field{capacityChoice(topic, current[topic])}
 		return p, nil
 	}
 	to, err := ops.ParseCapacity(capacityField, f.text(capacityField))
@@ -48,9 +48,10 @@ func (s *Server) planCapacity(ctx context.Context, f form, preview bool) (*plan,
 	return p, nil
 }
 
-// capacityChoice asks for the capacity, the current one filled in.
-func capacityChoice(current int64) field {
-	f := field{Name: capacityField, Label: "Capacity",
+// capacityChoice asks for the capacity of topic, the current one filled
+// in.
+func capacityChoice(topic string, current int64) field {
+	f := field{Name: capacityField, Label: fmt.Sprintf("Capacity of %q", topic),
 		Help: "The most READY tasks, deferred ones included, that pushes may leave in the topic: a push that would leave more fails. 0 removes the capacity."}
 	if current > 0 {
 		f.Value = strconv.FormatInt(current, 10)
