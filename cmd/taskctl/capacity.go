@@ -84,16 +84,11 @@ func (a *app) setCapacity(cmd *cobra.Command, topic, given string) error {
 	if err != nil {
 		return err
 	}
-	err = s.SetCapacity(cmd.Context(), topic, capacity)
-	changed := int64(1)
-	if err != nil {
-		changed = 0 // SetCapacity changes nothing when it fails
+	if err := s.SetCapacity(cmd.Context(), topic, capacity); err != nil {
+		return err // a failed SetCapacity changed nothing: nothing to audit
 	}
 	a.audited(s, change{cmd: cmd, topics: []string{topic}, args: map[string]any{capacityArg: capacity},
-		changed: changed, outcome: capacityText(topic, capacity)}, err)
-	if err != nil {
-		return err
-	}
+		changed: 1, outcome: capacityText(topic, capacity)}, nil)
 	return a.reportCapacity(topic, capacity)
 }
 

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -70,7 +70,7 @@ func (a *app) topicList(cmd *cobra.Command) error {
 	cells := make([][]string, 0, len(topics))
 	for _, t := range topics {
 		rows = append(rows, topicRow{Topic: t, Activation: activations[t].String(), Capacity: optionalCapacity(capacities[t])})
-		cells = append(cells, []string{t, activations[t].String(), ops.CapacityText(capacities[t])})
+		cells = append(cells, []string{t, activations[t].String(), capacityCell(capacities[t])})
 	}
 	if a.json {
 		return a.printJSON(rows)
@@ -81,6 +81,14 @@ func (a *app) topicList(cmd *cobra.Command) error {
 	}
 	a.printTable([]string{"TOPIC", "ACTIVATION", "CAPACITY"}, cells)
 	return nil
+}
+
+// capacityCell writes a capacity in a table: "-" for none.
+func capacityCell(capacity int64) string {
+	if capacity <= 0 {
+		return "-"
+	}
+	return strconv.FormatInt(capacity, 10)
 }
 
 // optionalCapacity is a capacity for JSON: nil, null, for none.

@@ -85,14 +85,6 @@ func ParseCapacity(name, s string) (int64, error) {
 	return n, nil
 }
 
-// CapacityText writes a capacity for people: "-" for none.
-func CapacityText(capacity int64) string {
-	if capacity <= 0 {
-		return "-"
-	}
-	return strconv.FormatInt(capacity, 10)
-}
-
 // ParseStates reads state names, comma-separated or repeated
 // ("failed,expired").
 func ParseStates(values []string) ([]taskapi.State, error) {

@@ -185,26 +185,26 @@ func (q listQuery) beyond(ctx context.Context, store Store, seq int64, direction
 
 // topicData is a topic's page.
 type topicData struct {
-	Topic       string
-	Activation  taskapi.Activation
-	Activate    []activationLink
-	Capacity    int64  // 0: none
-	SetCapacity string // the link to set or remove it
-	Ready       int64
-	Wait        ops.Wait
-	Health      health // the cues raised (health.go)
-	Counts      []stateCount
-	CountedAt   time.Time
-	Done        int64
-	Charts      []template.HTML
-	Filter      filterForm
-	States      []taskapi.State
-	Tasks       []taskRow
-	First       string
-	Prev, Next  string
-	Last        string
-	ReadOnly    bool
-	Query       url.Values // the filters, for the forms of actions
+	Topic      string
+	Activation taskapi.Activation
+	Activate   []activationLink
+	Capacity   int64  // 0: none
+	Resize     string // the link to set or remove the capacity
+	Ready      int64
+	Wait       ops.Wait
+	Health     health // the cues raised (health.go)
+	Counts     []stateCount
+	CountedAt  time.Time
+	Done       int64
+	Charts     []template.HTML
+	Filter     filterForm
+	States     []taskapi.State
+	Tasks      []taskRow
+	First      string
+	Prev, Next string
+	Last       string
+	ReadOnly   bool
+	Query      url.Values // the filters, for the forms of actions
 }
 
 // activationLink is a button to change a topic's activation.
@@ -293,7 +293,7 @@ func (s *Server) topicFigures(topic string) topicData {
 	v := s.sampler.snapshot()
 	d := topicData{Topic: topic, Activation: v.activations[topic], Ready: v.ready[topic], Wait: v.waits[topic],
 		CountedAt: v.tally.at, States: allStates, Health: v.cues[topic],
-		Capacity: v.capacities[topic], SetCapacity: link("/action/capacity", url.Values{"topic": {topic}})}
+		Capacity: v.capacities[topic], Resize: link("/action/capacity", url.Values{"topic": {topic}})}
 	for _, to := range []taskapi.Activation{taskapi.Paused, taskapi.Draining, taskapi.Running} {
 		if to != d.Activation {
 			label := map[taskapi.Activation]string{taskapi.Paused: "Pause", taskapi.Draining: "Drain", taskapi.Running: "Resume"}[to]
