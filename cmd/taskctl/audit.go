@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
 	"strconv"
@@ -20,7 +21,7 @@ import (
 
 // Every command that changes something records it in the database's
 // audit log (taskapi.Auditor) through audited, once it ran: topic init,
-// destroy, pause, resume and drain; revive, reassign, defer and purge;
+// destroy, pause, resume, drain and capacity; revive, reassign, defer and purge;
 // owners purge and expire. Reads and pushes (the producers' work) record
 // nothing.
 
@@ -30,10 +31,11 @@ const cliOrigin = "cli"
 // change is what a changing command did, for the audit log.
 type change struct {
 	cmd     *cobra.Command
-	topics  []string // the topics named as arguments, if any
-	bound   string   // what bounded the change: the sequences confirmed, say
-	changed int64    // tasks changed, or topics, or owners
-	outcome string   // what it said it did
+	topics  []string       // the topics named as arguments, if any
+	args    map[string]any // the other arguments that are parameters (capacity's N), by name
+	bound   string         // what bounded the change: the sequences confirmed, say
+	changed int64          // tasks changed, or topics, or owners
+	outcome string         // what it said it did
 }
 
 // unrecorded are the flags that are not the action's parameters.
@@ -64,14 +66,16 @@ func (a *app) audited(s store, c change, err error) {
 	}
 }
 
-// changeParams writes the topics and the flags given to c's command as a
-// JSON object: lists for the topics and the flags that take several
-// values, strings for the others.
+// changeParams writes the topics, the other arguments and the flags
+// given to c's command as a JSON object: lists for the topics and the
+// flags that take several values, the arguments by value, strings for the
+// other flags.
 func changeParams(c change) string {
 	params := map[string]any{}
 	if len(c.topics) > 0 {
 		params["topic"] = c.topics
 	}
+	maps.Copy(params, c.args)
 	c.cmd.Flags().Visit(func(f *pflag.Flag) {
 		if unrecorded[f.Name] {
 			return

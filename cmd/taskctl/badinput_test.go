@@ -69,6 +69,12 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"destroy unconfirmed", "", exitUsage, "pass --yes", []string{"topic", "destroy", "orders"}},
 		{"pause unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "pause", "nope"}},
 		{"init bad topic", "", exitUsage, "topic", []string{"topic", "init", long}},
+		{"capacity negative", "", exitUsage, `capacity "-1": give a whole number of READY tasks`, []string{"topic", "capacity", "orders", "-1"}},
+		{"capacity not a number", "", exitUsage, `capacity "ten": give a whole number`, []string{"topic", "capacity", "orders", "ten"}},
+		{"capacity fraction", "", exitUsage, `capacity "1.5"`, []string{"topic", "capacity", "orders", "1.5"}},
+		{"capacity too many arguments", "", exitUsage, "accepts between 1 and 2 arg(s)", []string{"topic", "capacity", "orders", "1", "2"}},
+		{"capacity unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "capacity", "nope", "5"}},
+		{"capacity of unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "capacity", "nope"}},
 		{"results reversed", "", exitUsage, "--since is after --until", []string{"results", "--since", "1h", "--until", "2h"}},
 	}
 	for _, c := range cases {
@@ -80,6 +86,11 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	wantStates(t, db, "orders", map[string]int64{"READY": 2})
 	if got := decode[[]struct{ Topic string }](t, must(t, db, "topic", "list", "--json")); len(got) != 1 {
 		t.Errorf("topics after the bad input: %+v", got)
+	}
+	for _, e := range cliAudit(t, db, "--limit", "1000") {
+		if e.Action != "topic init" {
+			t.Errorf("bad input was audited: %+v", e)
+		}
 	}
 }
 

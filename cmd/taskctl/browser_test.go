@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,27 @@ func browsePages(b *tab, base string, orders []int64) {
 	want("a time window", 0, 10)
 }
 
+// browseCapacity sets the capacity of orders through its button, the
+// form that asks for it and the confirmation, and waits for the topic
+// page to show it.
+func browseCapacity(b *tab, base string, s store) {
+	t := b.t
+	b.open(base + "/topic?topic=orders")
+	b.click(`p.actions a.button[href^="/action/capacity"]`)
+	b.set(`input[name=capacity]`, "1000")
+	b.click(`form.filter button`)
+	if out := confirm(b, "no capacity → a capacity of 1,000 READY tasks"); !strings.Contains(out, "has a capacity of 1,000 READY tasks") {
+		t.Errorf("capacity says %q", out)
+	}
+	if c, _ := s.Capacities(t.Context()); c["orders"] != 1000 {
+		t.Errorf("after setting the capacity: %v", c)
+	}
+	b.until("the topic page shows the capacity", func() bool {
+		b.open(base + "/topic?topic=orders")
+		return slices.Contains(b.texts("dl.figures dd"), "1,000")
+	})
+}
+
 // confirm clicks the confirmation's button after checking that it says
 // want, and returns the result page's text.
 func confirm(b *tab, want string) string {
@@ -153,6 +175,7 @@ func browseActions(b *tab, base string, s store, orders []int64) {
 	if a, _ := s.Activations(ctx); a["orders"] != taskapi.Paused {
 		t.Errorf("after pause: %v", a)
 	}
+	browseCapacity(b, base, s)
 
 	b.open(base + "/topic?topic=orders&state=FAILED")
 	b.tick(`table.tasks tbody tr:nth-child(1) input[name=seq]`)

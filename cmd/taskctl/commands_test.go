@@ -289,3 +289,59 @@ func topicsAndOwners(t *testing.T, db string) {
 		t.Fatalf("topic list after destroy: %+v", got)
 	}
 }
+
+// TestTopicCapacity sets, shows and removes a topic's capacity on each
+// backend whose repository has capacities: topic list and --json show
+// it, each change is audited with its capacity, and a push over it fails
+// naming the topic, the capacity and the count, and pushes nothing.
+func TestTopicCapacity(t *testing.T) {
+	for _, b := range backends(true) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.url(t)
+			skipWithoutCapacities(t, db)
+			must(t, db, "topic", "init", "orders", "other")
+			n := len(cliAudit(t, db))
+			if out := must(t, db, "topic", "capacity", "orders"); !strings.Contains(out, "orders has no capacity") {
+				t.Errorf("topic capacity of a topic without one: %q", out)
+			}
+			if out := must(t, db, "topic", "capacity", "orders", "2"); !strings.Contains(out, "orders has a capacity of 2 READY tasks") {
+				t.Errorf("topic capacity orders 2: %q", out)
+			}
+			n = wantCLIAudited(t, db, n, "topic capacity", 1, `"topic":["orders"]`, `"capacity":2`)
+			if got := decode[capacityReport](t, must(t, db, "topic", "capacity", "orders", "--json")); got.Capacity == nil || *got.Capacity != 2 {
+				t.Errorf("topic capacity orders --json: %+v", got)
+			}
+			wantListedCapacities(t, db, map[string]int64{"orders": 2})
+			if text := must(t, db, "topic", "list"); !strings.Contains(text, "CAPACITY") || !strings.Contains(text, "orders  RUNNING     2") || !strings.Contains(text, "other   RUNNING     -") {
+				t.Errorf("topic list does not show the capacities:\n%s", text)
+			}
+			wantExit(t, db, exitFailure, `topic "orders" would hold 3 Ready tasks, over its capacity of 2`, "push", "-t", "orders", "a", "b", "c")
+			wantStates(t, db, "orders", map[string]int64{})
+			must(t, db, "push", "-t", "orders", "a", "b")
+			wantExit(t, db, exitFailure, "over its capacity of 2", "push", "-t", "orders", "c")
+			if out := must(t, db, "topic", "capacity", "orders", "0"); !strings.Contains(out, "orders has no capacity") {
+				t.Errorf("topic capacity orders 0: %q", out)
+			}
+			wantCLIAudited(t, db, n, "topic capacity", 1, `"capacity":0`)
+			wantListedCapacities(t, db, map[string]int64{})
+			must(t, db, "push", "-t", "orders", "c")
+			wantStates(t, db, "orders", map[string]int64{"READY": 3})
+		})
+	}
+}
+
+// wantListedCapacities fails t unless topic list --json gives each topic
+// the capacity of want, and null to the others.
+func wantListedCapacities(t testing.TB, db string, want map[string]int64) {
+	t.Helper()
+	got := map[string]int64{}
+	for _, r := range decode[[]topicRow](t, must(t, db, "topic", "list", "--json")) {
+		if r.Capacity != nil {
+			got[r.Topic] = *r.Capacity
+		}
+	}
+	if !mapsEqual(got, want) {
+		t.Errorf("topic list --json: capacities %v, want %v", got, want)
+	}
+}

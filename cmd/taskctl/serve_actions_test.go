@@ -93,6 +93,107 @@ func TestServeActions(t *testing.T) {
 	}
 }
 
+// TestServeCapacity sets and removes a topic's capacity through the
+// dashboard on SQLite and PostgreSQL, where the repository has
+// capacities: the confirmation asks for the capacity and says what would
+// change, the overview and the topic page show it, each change is
+// audited, bad values are refused, and a POST without the CSRF value, or
+// after someone else changed the capacity since the confirmation, changes
+// nothing.
+func TestServeCapacity(t *testing.T) {
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.url(t)
+			skipWithoutCapacities(t, db)
+			d := startDashboard(t, db, web.Config{Refresh: 100 * time.Millisecond})
+			seedDashboard(t, d.store, "orders") // 10 READY tasks
+			br := newBrowser(t, d.url)
+			if page := br.page("/topic?topic=orders"); !strings.Contains(page, `href="/action/capacity?topic=orders"`) || !strings.Contains(page, "<dt>Capacity</dt><dd>-</dd>") {
+				t.Errorf("the topic page offers no capacity action, or shows a capacity:\n%s", page)
+			}
+			if choose := br.page("/action/capacity?topic=orders"); !strings.Contains(choose, `name="capacity"`) {
+				t.Errorf("the capacity action without a capacity does not ask for one:\n%s", choose)
+			}
+			done := act(t, br, "/action/capacity?topic=orders&capacity=1000", "no capacity → a capacity of 1,000 READY tasks")
+			if !strings.Contains(done, "had no capacity and has a capacity of 1,000 READY tasks") {
+				t.Errorf("the result page does not say what changed:\n%s", done)
+			}
+			wantCapacities(t, d.store, map[string]int64{"orders": 1000})
+			n := wantAudited(t, d.store, 0, "local", "dashboard", "capacity", 1, `"topic":["orders"]`, `"capacity":["1000"]`)
+			waitFor(t, "the overview and the topic page show the capacity", func() bool {
+				return strings.Contains(br.page("/"), `<td class="num">1,000</td>`) &&
+					strings.Contains(br.page("/topic?topic=orders"), "<dt>Capacity</dt><dd>1,000</dd>")
+			})
+			if page := br.page("/action/capacity?topic=orders&capacity=1000"); !strings.Contains(page, "Nothing would change") || strings.Contains(page, `id="confirm"`) {
+				t.Errorf("setting the capacity the topic has offers to confirm:\n%s", page)
+			}
+			wantCapacityRefused(t, br, d.store)
+			act(t, br, "/action/capacity?topic=orders&capacity=5", "It holds more already")
+			wantCapacities(t, d.store, map[string]int64{"orders": 5})
+			n = wantAudited(t, d.store, n, "local", "dashboard", "capacity", 1, `"capacity":["5"]`)
+			act(t, br, "/action/capacity?topic=orders&capacity=0", "a capacity of 5 READY tasks → no capacity")
+			wantCapacities(t, d.store, map[string]int64{})
+			n = wantAudited(t, d.store, n, "local", "dashboard", "capacity", 1, `"capacity":["0"]`)
+
+			// Another operator sets the capacity between the confirmation and
+			// its POST: the POST leaves it as they set it.
+			confirm := br.page("/action/capacity?topic=orders&capacity=20")
+			if err := d.store.SetCapacity(t.Context(), "orders", 30); err != nil {
+				t.Fatal(err)
+			}
+			if r := br.post("/action/capacity", confirmForm(t, confirm)); r.status != http.StatusOK || !strings.Contains(r.body, "skipped") {
+				t.Errorf("POST after the capacity changed: %d, want 200 saying it skipped:\n%s", r.status, r.body)
+			}
+			wantCapacities(t, d.store, map[string]int64{"orders": 30})
+			wantAudited(t, d.store, n, "local", "dashboard", "capacity", 0, `"capacity":["20"]`)
+		})
+	}
+}
+
+// wantCapacityRefused sends capacities that must be refused: bad values,
+// an unknown topic, a POST without the CSRF value or without the
+// capacity its confirmation showed; the capacity stays 1000 and nothing
+// is audited.
+func wantCapacityRefused(t *testing.T, br *browser, s store) {
+	t.Helper()
+	before := len(auditEntries(t, s))
+	for path, status := range map[string]int{
+		"/action/capacity?topic=orders&capacity=-5":  http.StatusBadRequest,
+		"/action/capacity?topic=orders&capacity=ten": http.StatusBadRequest,
+		"/action/capacity?topic=nope&capacity=5":     http.StatusNotFound,
+	} {
+		if r := br.get(path); r.status != status {
+			t.Errorf("GET %s: %d, want %d\n%s", path, r.status, status, r.body)
+		}
+	}
+	if r := br.post("/action/capacity", url.Values{"topic": {"orders"}, "capacity": {"7"}, "from": {"1000"}}); r.status != http.StatusForbidden {
+		t.Errorf("POST without the CSRF value: %d, want 403", r.status)
+	}
+	values := confirmForm(t, br.page("/action/capacity?topic=orders&capacity=7"))
+	values.Del("from")
+	if r := br.post("/action/capacity", values); r.status != http.StatusBadRequest || !strings.Contains(r.body, "open the confirmation again") {
+		t.Errorf("POST without the confirmed capacity: %d, want 400 saying to open the confirmation again:\n%s", r.status, r.body)
+	}
+	wantCapacities(t, s, map[string]int64{"orders": 1000})
+	if got := len(auditEntries(t, s)); got != before {
+		t.Errorf("refused capacities were audited: %d entries, want %d", got, before)
+	}
+}
+
+// wantCapacities fails t unless the topics of s have the capacities of
+// want, and no other.
+func wantCapacities(t testing.TB, s store, want map[string]int64) {
+	t.Helper()
+	got, err := s.Capacities(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("capacities %v, want %v", got, want)
+	}
+}
+
 // wantCounts fails t unless topic holds tasks in the states of want only.
 func wantCounts(t testing.TB, s store, topic string, want map[taskapi.State]int64) {
 	t.Helper()
@@ -198,7 +299,7 @@ func TestServeReadOnly(t *testing.T) {
 			t.Errorf("a read-only topic page offers %q", offer)
 		}
 	}
-	for _, path := range []string{"/action/revive?topic=orders&state=FAILED", "/action/activation?topic=orders&to=PAUSED"} {
+	for _, path := range []string{"/action/revive?topic=orders&state=FAILED", "/action/activation?topic=orders&to=PAUSED", "/action/capacity?topic=orders&capacity=5"} {
 		if r := br.get(path); r.status != http.StatusForbidden {
 			t.Errorf("GET %s: %d, want 403", path, r.status)
 		}

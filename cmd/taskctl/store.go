@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -24,6 +25,11 @@ type store interface {
 	Destroy(ctx context.Context, topic string) (bool, error)
 	Activations(ctx context.Context) (map[string]taskapi.Activation, error)
 	SetActivation(ctx context.Context, topic string, a taskapi.Activation) error
+	// Capacities and SetCapacity read and set the capacity of topics
+	// (taskapi.Capacitor); a repository without capacities has none to
+	// read, and refuses to set one with errNoCapacities.
+	Capacities(ctx context.Context) (map[string]int64, error)
+	SetCapacity(ctx context.Context, topic string, capacity int64) error
 	Push(ctx context.Context, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error)
 	Page(ctx context.Context, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error)
 	PageAt(ctx context.Context, topic string, listing taskapi.Listing, at time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error)
@@ -160,6 +166,39 @@ func (b *backend[Tx]) Activations(ctx context.Context) (map[string]taskapi.Activ
 func (b *backend[Tx]) SetActivation(ctx context.Context, topic string, a taskapi.Activation) error {
 	return in0(ctx, b, func(tx Tx) error { return b.repo.SetActivation(ctx, tx, topic, a) })
 }
+
+// capacitor returns the repository as a taskapi.Capacitor, ok false when
+// its implementation has no capacities. It is asked, not required of
+// repository, so that taskctl builds and runs on every backend while not
+// all of them implement it yet.
+func (b *backend[Tx]) capacitor() (c taskapi.Capacitor[Tx], ok bool) {
+	c, ok = any(b.repo).(taskapi.Capacitor[Tx])
+	return c, ok
+}
+
+// Capacities returns the capacity of every topic that has one; none when
+// the repository has no capacities, as it admits every push.
+func (b *backend[Tx]) Capacities(ctx context.Context) (map[string]int64, error) {
+	c, ok := b.capacitor()
+	if !ok {
+		return map[string]int64{}, nil
+	}
+	return in(ctx, b, func(tx Tx) (map[string]int64, error) { return c.Capacities(ctx, tx) })
+}
+
+// SetCapacity sets the capacity of topic, 0 removing it; errNoCapacities
+// when the repository has no capacities.
+func (b *backend[Tx]) SetCapacity(ctx context.Context, topic string, capacity int64) error {
+	c, ok := b.capacitor()
+	if !ok {
+		return fmt.Errorf("set the capacity of %q on %s: %w", topic, b.conn.dialect, errNoCapacities)
+	}
+	return in0(ctx, b, func(tx Tx) error { return c.SetCapacity(ctx, tx, topic, capacity) })
+}
+
+// errNoCapacities is the error of setting a capacity on a repository
+// whose implementation has none.
+var errNoCapacities = fmt.Errorf("its repository does not implement topic capacities (taskapi.Capacitor): %w", errors.ErrUnsupported)
 
 func (b *backend[Tx]) Push(ctx context.Context, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Task, error) { return b.repo.Push(ctx, tx, topic, insertion, creations...) })

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -12,16 +13,18 @@ import (
 func (a *app) topicCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "topic",
-		Short: "List, add, remove, pause, resume and drain topics",
+		Short: "List, add, remove, pause, resume and drain topics, and bound them with a capacity",
 		Example: `  taskctl topic init orders invoices
   taskctl topic pause orders     # consumers claim nothing; what they hold goes on
   taskctl topic drain orders     # consumers claim nothing and finish what they hold
   taskctl topic resume orders
+  taskctl topic capacity orders 10000  # a push that would leave more READY tasks fails
+  taskctl topic capacity orders        # shows it; 0 removes it
   taskctl topic list --json`,
 	}
 	c.AddCommand(
 		&cobra.Command{
-			Use: "list", Short: "List the topics and their activation", Args: cobra.NoArgs,
+			Use: "list", Short: "List the topics, their activation and their capacity", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return a.topicList(cmd) },
 		},
 		&cobra.Command{
@@ -32,10 +35,20 @@ func (a *app) topicCommand() *cobra.Command {
 		a.activationCommand("pause", "Stop consumers claiming tasks of topics; what they hold goes on", taskapi.Paused),
 		a.activationCommand("drain", "Stop consumers claiming tasks of topics and let them finish what they hold", taskapi.Draining),
 		a.activationCommand("resume", "Let consumers claim tasks of topics again", taskapi.Running),
+		a.capacityCommand(),
 	)
 	return c
 }
 
+// topicRow is a topic as topic list --json prints it; Capacity is null
+// when the topic has none.
+type topicRow struct {
+	Topic      string `json:"topic"`
+	Activation string `json:"activation"`
+	Capacity   *int64 `json:"capacity"`
+}
+
+// topicList lists every topic with its activation and its capacity.
 func (a *app) topicList(cmd *cobra.Command) error {
 	s, err := a.open(cmd.Context())
 	if err != nil {
@@ -49,15 +62,15 @@ func (a *app) topicList(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	type row struct {
-		Topic      string `json:"topic"`
-		Activation string `json:"activation"`
+	capacities, err := s.Capacities(cmd.Context())
+	if err != nil {
+		return fmt.Errorf("read the capacities: %w", err)
 	}
-	rows := make([]row, 0, len(topics))
+	rows := make([]topicRow, 0, len(topics))
 	cells := make([][]string, 0, len(topics))
 	for _, t := range topics {
-		rows = append(rows, row{Topic: t, Activation: activations[t].String()})
-		cells = append(cells, []string{t, activations[t].String()})
+		rows = append(rows, topicRow{Topic: t, Activation: activations[t].String(), Capacity: optionalCapacity(capacities[t])})
+		cells = append(cells, []string{t, activations[t].String(), capacityCell(capacities[t])})
 	}
 	if a.json {
 		return a.printJSON(rows)
@@ -66,8 +79,24 @@ func (a *app) topicList(cmd *cobra.Command) error {
 		a.printf("no topics: 'taskctl topic init NAME' adds one\n")
 		return nil
 	}
-	a.printTable([]string{"TOPIC", "ACTIVATION"}, cells)
+	a.printTable([]string{"TOPIC", "ACTIVATION", "CAPACITY"}, cells)
 	return nil
+}
+
+// capacityCell writes a capacity in a table: "-" for none.
+func capacityCell(capacity int64) string {
+	if capacity <= 0 {
+		return "-"
+	}
+	return strconv.FormatInt(capacity, 10)
+}
+
+// optionalCapacity is a capacity for JSON: nil, null, for none.
+func optionalCapacity(capacity int64) *int64 {
+	if capacity <= 0 {
+		return nil
+	}
+	return &capacity
 }
 
 func (a *app) topicInit(cmd *cobra.Command, topics []string) error {

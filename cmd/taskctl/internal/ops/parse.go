@@ -74,6 +74,17 @@ func ParseDuration(name, s string) (time.Duration, error) {
 	return d, nil
 }
 
+// ParseCapacity reads the capacity of a topic: a whole number of READY
+// tasks, at least 1, or 0 to remove it. name names the argument or field
+// in the error ("capacity").
+func ParseCapacity(name, s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, usagef("%s %q: give a whole number of READY tasks, at least 1, or 0 to remove the capacity", name, s)
+	}
+	return n, nil
+}
+
 // ParseStates reads state names, comma-separated or repeated
 // ("failed,expired").
 func ParseStates(values []string) ([]taskapi.State, error) {

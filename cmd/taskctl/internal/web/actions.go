@@ -25,6 +25,7 @@ type action struct {
 func (s *Server) actions() []action {
 	return []action{
 		{"activation", s.planActivation},
+		{"capacity", s.planCapacity},
 		{"revive", s.planRevive},
 		{"reassign", s.planReassign},
 		{"defer", s.planDefer},

@@ -188,6 +188,8 @@ type topicData struct {
 	Topic      string
 	Activation taskapi.Activation
 	Activate   []activationLink
+	Capacity   int64  // 0: none
+	Resize     string // the link to set or remove the capacity
 	Ready      int64
 	Wait       ops.Wait
 	Health     health // the cues raised (health.go)
@@ -290,7 +292,8 @@ func (s *Server) pageLinks(ctx context.Context, q listQuery, infos []taskapi.Inf
 func (s *Server) topicFigures(topic string) topicData {
 	v := s.sampler.snapshot()
 	d := topicData{Topic: topic, Activation: v.activations[topic], Ready: v.ready[topic], Wait: v.waits[topic],
-		CountedAt: v.tally.at, States: allStates, Health: v.cues[topic]}
+		CountedAt: v.tally.at, States: allStates, Health: v.cues[topic],
+		Capacity: v.capacities[topic], Resize: link("/action/capacity", url.Values{"topic": {topic}})}
 	for _, to := range []taskapi.Activation{taskapi.Paused, taskapi.Draining, taskapi.Running} {
 		if to != d.Activation {
 			label := map[taskapi.Activation]string{taskapi.Paused: "Pause", taskapi.Draining: "Drain", taskapi.Running: "Resume"}[to]

@@ -17,6 +17,7 @@ type reading struct {
 	took        time.Duration // the whole reading, the completions counted with it too
 	topics      []string
 	activations map[string]taskapi.Activation
+	capacities  map[string]int64    // the topics that have a capacity
 	ready       map[string]int64    // READY tasks (the index of READY tasks)
 	waits       map[string]ops.Wait // the head of the READY tasks
 	alive       []string            // owners with a heartbeat within the expiry
@@ -65,6 +66,9 @@ func takeReading(ctx context.Context, store Store, now time.Time, expiry time.Du
 	}
 	if r.activations, err = store.Activations(ctx); err != nil {
 		return r, fmt.Errorf("read activations: %w", err)
+	}
+	if r.capacities, err = store.Capacities(ctx); err != nil {
+		return r, fmt.Errorf("read capacities: %w", err)
 	}
 	ready := taskapi.Counting{States: []taskapi.State{taskapi.Ready}}
 	counts, err := store.Count(ctx, taskapi.Total, ready, taskapi.Unbounded)

@@ -107,12 +107,21 @@ var funcs = template.FuncMap{
 	"ago":      ago,
 	"stamp":    stamp,
 	"dur":      dur,
+	"capacity": capacity,
 	"stateKey": func(s taskapi.State) string { return strings.ToLower(s.String()) },
 	"pretty":   pretty,
 	// names that may hold hidden characters (hidden.go)
 	"named":      named,
 	"isolated":   isolated,
 	"hiddenMark": hiddenMark,
+}
+
+// capacity writes a topic's capacity as num does, "-" for none.
+func capacity(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return num(n)
 }
 
 // num writes n with thousands separators: 1,234,567.

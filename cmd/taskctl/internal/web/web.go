@@ -1,7 +1,7 @@
 // Package web is taskctl's dashboard, run by 'taskctl serve': pages of
 // every topic, of one topic's tasks, of one task, of the owners and of
 // the results, drawn on the server with html/template and SVG, and the
-// operator's actions (pause, resume and drain topics; revive, reassign,
+// operator's actions (pause, resume and drain topics, set their capacity; revive, reassign,
 // defer and purge tasks; expire silent owners), each behind a confirmation
 // page that changes nothing.
 //
@@ -49,6 +49,10 @@ type Store interface {
 	Topics(ctx context.Context) ([]string, error)
 	Activations(ctx context.Context) (map[string]taskapi.Activation, error)
 	SetActivation(ctx context.Context, topic string, a taskapi.Activation) error
+	// Capacities and SetCapacity read and set the capacities of topics
+	// (taskapi.Capacitor; action_capacity.go).
+	Capacities(ctx context.Context) (map[string]int64, error)
+	SetCapacity(ctx context.Context, topic string, capacity int64) error
 	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
 	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
