@@ -69,9 +69,10 @@ func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, e
 }
 
 // admit stores creations in a topic that may have a capacity, in one round
-// trip: the push statement that stores into such a topic, then task_admit.
-// The push turns taskrepo.admitting on until the transaction ends; only a
-// push of taskpg's own transaction (pushOneAlone) has no other check.
+// trip: the admitted push statement (see queries.go), then task_admit when
+// the push found no room in the topic's allowances. The push turns
+// taskrepo.admitting on until the transaction ends; only a push of
+// taskpg's own transaction (pushOneAlone) has no other check.
 // Inside a caller's transaction the round trip runs in a savepoint, so that
 // a refused push leaves the transaction usable; elsewhere the round trip's
 // implicit transaction rolls back. admit remembers whether the topic has a
@@ -82,14 +83,15 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
 	}
 	rows := pushRows(stored, ordinals(created), revivals)
-	a := &admission{rows: rows, insert: sql.admitted[insertion], args: rows.arrays(topic),
-		admit: []any{topic, countReady(created)}, capped: true}
+	ready := countReady(created)
+	a := &admission{rows: rows, insert: sql.admitted[insertion], args: append(rows.arrays(topic), ready),
+		admit: []any{topic, ready}, capped: true}
 	send := r.admitAppend
 	switch {
 	case insertion != taskapi.Append:
 		send = r.admitChanging
 	case rows.len() == 1:
-		a.insert, a.args = sql.admittedOne, rows.row(topic, 0)
+		a.insert, a.args = sql.admittedOne, append(rows.row(topic, 0), ready)
 	}
 	var err error
 	if scopeOf(db) == inside {
@@ -110,6 +112,8 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 
 // An admission is a push into a topic that may have a capacity: its
 // statement and arguments, those of task_admit, and what they returned.
+// task_admit runs only when the push found no allowance with room, and
+// returns whether the topic has a capacity; capped stays true otherwise.
 type admission struct {
 	rows        taskRows
 	insert      string
@@ -127,7 +131,10 @@ func (r *Repository) admitAppend(ctx context.Context, db DB, _ string, a *admiss
 			a.sequences, err = collectSequences(result, a.rows.len())
 			return err
 		})
-		b.Queue(r.q.admit, a.admit...).QueryRow(func(row pgx.Row) error { return row.Scan(&a.capped) })
+		b.Queue(r.q.admit, a.admit...).Query(func(rows pgx.Rows) error {
+			_, err := pgx.ForEachRow(rows, []any{&a.capped}, func() error { return nil })
+			return err
+		})
 		return db.SendBatch(ctx, b).Close()
 	})
 }

@@ -72,18 +72,40 @@ FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) 
 // topic without a capacity ({uncapped} in their check of the topic's row,
 // and in the CTE by which an insertion mode changes older tasks, which
 // would run even when the insert stores nothing). For a topic with one they
-// store nothing, and the push goes again as admit does: the same statements
-// without the condition, which turn taskrepo.admitting on for the
-// transaction instead, as the trigger of the topic's partition asks of every
-// insert (pushOneAlone meets it), then task_admit.
+// store nothing, and the push goes again as admit does, with the same
+// statements admitted: they take their room ($8, the Ready tasks they
+// store) from one of the topic's allowances in a CTE (takenRoom, the fast
+// path of task_admit), and turn taskrepo.admitting on for the transaction,
+// as the trigger of the topic's partition asks of every insert
+// (pushOneAlone meets it): 'taken', or 'count' when no allowance had room,
+// and then admit, the statement after the push, runs task_admit.
 var (
 	uncapped = strings.NewReplacer("{uncapped}", " AND capacity IS NULL",
 		"{uncappedOlder}", " AND EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1 AND capacity IS NULL)")
-	admitted = strings.NewReplacer("{uncapped}", " AND set_config('taskrepo.admitting', 'on', true) IS NOT NULL",
+	admitted = strings.NewReplacer("{uncapped}",
+		" AND set_config('taskrepo.admitting', CASE WHEN EXISTS (SELECT FROM taken) THEN 'taken' ELSE 'count' END, true) IS NOT NULL",
 		"{uncappedOlder}", "")
 )
 
-const admit = `SELECT {schema}.task_admit($1, $2)`
+const (
+	takenRoom = `taken AS (
+    UPDATE {schema}.task_allowance SET allowance = allowance - $8
+    WHERE topic = $1 AND shard = (
+        SELECT shard FROM {schema}.task_allowance WHERE topic = $1 AND allowance >= $8
+        LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING shard)`
+	admit = `SELECT {schema}.task_admit($1, $2) WHERE current_setting('taskrepo.admitting', true) = 'count'`
+)
+
+// admittedPush returns the admitted form of a push statement: takenRoom
+// first among its CTEs.
+func admittedPush(statement string) string {
+	statement = admitted.Replace(statement)
+	if rest, ok := strings.CutPrefix(statement, "WITH "); ok {
+		return "WITH " + takenRoom + ",\n" + rest
+	}
+	return "WITH " + takenRoom + statement
+}
 
 // The insertion modes change older tasks in a data-modifying CTE of the same
 // statement: it sees the tasks as they were before the statement, so it never
@@ -506,16 +528,16 @@ func newQueries(schema string, exclusive bool) queries {
 		return sub(strings.NewReplacer(pairs...).Replace(template))
 	}
 	var q queries
-	pushes := func(capacity *strings.Replacer) (push [4]string) {
-		push[taskapi.Append] = sub(capacity.Replace(pushInsert))
-		push[taskapi.Supersede] = v(capacity.Replace(pushRedundant+pushInsert), "{from}", "1", "{to}", "1")
-		push[taskapi.Replace] = v(capacity.Replace(pushRedundant+pushInsert), "{from}", "1", "{to}", "6")
-		push[taskapi.Delete] = v(capacity.Replace(pushDelete+pushInsert), "{from}", "1", "{to}", "8")
+	pushes := func(form func(string) string) (push [4]string) {
+		push[taskapi.Append] = sub(form(pushInsert))
+		push[taskapi.Supersede] = v(form(pushRedundant+pushInsert), "{from}", "1", "{to}", "1")
+		push[taskapi.Replace] = v(form(pushRedundant+pushInsert), "{from}", "1", "{to}", "6")
+		push[taskapi.Delete] = v(form(pushDelete+pushInsert), "{from}", "1", "{to}", "8")
 		return push
 	}
-	q.push, q.admitted = pushes(uncapped), pushes(admitted)
+	q.push, q.admitted = pushes(uncapped.Replace), pushes(admittedPush)
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
-	q.admittedOne = sub(admitted.Replace(pushOne))
+	q.admittedOne = sub(admittedPush(pushOne))
 	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
 	branch := func(which, order string) string {
 		return strings.NewReplacer("{which}", which, "{order}", order).Replace(pollBranch)

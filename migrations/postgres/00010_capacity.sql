@@ -8,9 +8,11 @@
 --   NULL (their check of task_topic says so); for the others they insert
 --   nothing, and taskpg pushes again through task_admit, below. Its single
 --   push, which has no such check, meets a trigger of the topic's partition
---   that refuses a row unless taskrepo.admitting is 'on' for the
+--   that refuses a row unless taskrepo.admitting is set (not empty) for the
 --   transaction (SQLSTATE TR002); so would any client that inserts tasks on
---   its own.
+--   its own. taskpg's admitted pushes take their room from an allowance
+--   themselves, as task_admit's first statement does, and call task_admit
+--   only when none had room.
 -- - task_admit runs after the insert, in the push's transaction. Its
 --   statements on task_allowance and task_topic, small tables read by their
 --   keys, keep their plans (force_generic_plan, whatever the session's
@@ -117,7 +119,7 @@ BEGIN
         EXECUTE format('DELETE FROM %I.task_allowance WHERE topic = $1', TG_TABLE_SCHEMA) USING topic;
     ELSIF OLD.capacity IS NULL THEN
         EXECUTE format('CREATE TRIGGER task_admission BEFORE INSERT ON %I.%I FOR EACH ROW'
-                       ' WHEN (current_setting(''taskrepo.admitting'', true) IS DISTINCT FROM ''on'')'
+                       ' WHEN (coalesce(current_setting(''taskrepo.admitting'', true), '''') = '''')'
                        ' EXECUTE FUNCTION %I.task_unadmitted()', TG_TABLE_SCHEMA, partition, TG_TABLE_SCHEMA);
         EXECUTE format('CREATE TRIGGER task_return AFTER UPDATE ON %I.%I FOR EACH ROW'
                        ' WHEN (NEW.state = 1 AND OLD.state <> 1)'
