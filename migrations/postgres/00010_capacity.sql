@@ -20,9 +20,9 @@
 --   what it needs from one of the topic's allowances (task_allowance,
 --   shards that concurrent pushes take in turn, SKIP LOCKED): a push holds
 --   its shard until it commits, so that no two pushes spend the same
---   allowance, and up to 16 pushes of a topic admit at once. When no shard
---   has enough, it locks every shard, which waits for the pushes that hold
---   one, counts the topic's Ready tasks in a statement of its own (its
+--   allowance, and up to 16 pushes of a topic admit at once; more wait for
+--   a shard with room that a push holds. When no shard has enough, it locks
+--   every shard, which waits for the pushes that hold one, counts the topic's Ready tasks in a statement of its own (its
 --   snapshot sees every push admitted before, and this one), refuses the
 --   push when they are over the capacity (SQLSTATE TR001, the capacity and
 --   the count in DETAIL), and else shares what is left among the shards.
@@ -57,6 +57,16 @@ BEGIN
     WHERE topic = p_topic AND shard = (
         SELECT shard FROM task_allowance WHERE topic = p_topic AND allowance >= p_pushed
         LIMIT 1 FOR UPDATE SKIP LOCKED);
+    IF FOUND THEN
+        RETURN true;
+    END IF;
+    -- Every allowance with room is held by a push under way: wait for one
+    -- of them, and take from it if it still has room once that push ends
+    -- (the condition is checked again on the row as it is then).
+    UPDATE task_allowance SET allowance = allowance - p_pushed
+    WHERE topic = p_topic AND allowance >= p_pushed AND shard = (
+        SELECT shard FROM task_allowance WHERE topic = p_topic AND allowance >= p_pushed
+        ORDER BY random() LIMIT 1);
     IF FOUND THEN
         RETURN true;
     END IF;
