@@ -109,9 +109,10 @@ const (
 )
 
 // admissionKind is how a dialect admits the pushes into a topic with a
-// capacity: each push counts the topic's Ready tasks after its insert, in
-// its transaction, and the pushes of a topic take turns so that each count
-// sees the pushes before it.
+// capacity: after its insert, in its transaction, each push is checked
+// against the topic's Ready tasks by a count that sees every push admitted
+// before it, the pushes of the topic taking turns where the count needs
+// them to.
 type admissionKind int
 
 const (
