@@ -49,11 +49,10 @@ type dialect struct {
 	greatest string // {greatest}: the larger of two values
 	// forUpdate ends a SELECT that locks its rows: {wait} waits for rows
 	// that others locked, {lock} skips them (SKIP LOCKED is appended unless
-	// exclusive). {share} ends a SELECT that keeps a row from being
-	// deleted, {keep} one that keeps it from changing (until the
-	// transaction ends, both; none on SQLite, whose single writer keeps
-	// every row).
-	forUpdate, share, keep string
+	// exclusive). {keep} ends a SELECT that keeps a row from changing
+	// until the transaction ends (none on SQLite, whose single writer
+	// keeps every row).
+	forUpdate, keep string
 	// primary ({primary}) makes a SELECT or UPDATE that names tasks by
 	// sequence read the primary key, and only the rows it names;
 	// deleteFrom ({deleteFrom}) does the same for a DELETE.
@@ -94,6 +93,9 @@ type dialect struct {
 	// isolation is the isolation level of transactions of the
 	// repository's own.
 	isolation sql.IsolationLevel
+	// admission is how a push into a topic with a capacity is admitted
+	// (see capacity.go).
+	admission admissionKind
 }
 
 // lockKind is how a dialect serializes pushes of identifiers and
@@ -104,6 +106,24 @@ const (
 	noLocks       lockKind = iota // one writer at a time: nothing to do
 	advisoryLocks                 // PostgreSQL's advisory locks
 	lockRows                      // rows of the task_lock table
+)
+
+// admissionKind is how a dialect admits the pushes into a topic with a
+// capacity: after its insert, in its transaction, each push is checked
+// against the topic's Ready tasks by a count that sees every push admitted
+// before it, the pushes of the topic taking turns where the count needs
+// them to.
+type admissionKind int
+
+const (
+	// admitAlone: one writer at a time takes the turns (SQLite).
+	admitAlone admissionKind = iota
+	// admitFunction: the schema's task_admit counts, as for taskpg, with
+	// taskrepo.admitting on for the insert, which the trigger of a capped
+	// topic's partition asks for (PostgreSQL, migration 00010).
+	admitFunction
+	// admitTopicRow: the pushes lock the topic's row exclusively (MySQL).
+	admitTopicRow
 )
 
 // dialects describes every dialect.
@@ -117,7 +137,6 @@ var dialects = map[Dialect]*dialect{
 		ago:         `((statement_timestamp() AT TIME ZONE 'utc') - CAST(? AS bigint) * interval '1 microsecond')`,
 		greatest:    "GREATEST",
 		forUpdate:   " FOR UPDATE",
-		share:       " FOR KEY SHARE",
 		keep:        " FOR SHARE",
 		deleteFrom:  "FROM {task}",
 		insert:      "INSERT INTO",
@@ -129,6 +148,7 @@ var dialects = map[Dialect]*dialect{
 		// function, which has the right to analyze them.
 		refresh:       `SELECT {analyze}(CAST(ARRAY[{list}] AS text[]))`,
 		afterConflict: "the transaction is aborted: roll it back and run it again",
+		admission:     admitFunction,
 	},
 	SQLite: {
 		name:       "sqlite",
@@ -156,7 +176,6 @@ var dialects = map[Dialect]*dialect{
 		ago:            `(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND)`,
 		greatest:       "GREATEST",
 		forUpdate:      " FOR UPDATE",
-		share:          " LOCK IN SHARE MODE",
 		keep:           " LOCK IN SHARE MODE",
 		primary:        " FORCE INDEX (PRIMARY)",
 		dueIndex:       " FORCE INDEX (task_due)",
@@ -172,6 +191,7 @@ var dialects = map[Dialect]*dialect{
 		// Under READ COMMITTED every statement sees the latest commits and
 		// InnoDB takes no gap locks, which would deadlock with pushes.
 		isolation: sql.LevelReadCommitted,
+		admission: admitTopicRow,
 	},
 }
 

@@ -88,6 +88,33 @@
 // concurrent advances from one mark one succeeds. Destroy deletes the
 // topic's marks as a unit with the topic; PurgeAll keeps them.
 //
+// # Capacity
+//
+// SetCapacity bounds the Ready tasks, deferred ones included, that pushes
+// and recreating revivals may leave in a topic (taskapi.Capacitor). The
+// statement that locks a topic's row for a push reads the capacity and
+// keeps it from changing until the push ends (FOR SHARE, LOCK IN SHARE
+// MODE), so that SetCapacity waits for the pushes under way; a topic
+// without a capacity pays nothing more. A push into a topic with one is
+// admitted after its insert, in its transaction or savepoint, which a
+// refusal (a *taskapi.CapacityError) rolls back:
+//
+//   - Postgres: as in package taskpg, with which it shares the capacity:
+//     taskrepo.admitting on for the insert, then the schema's task_admit
+//     (see migrations.Postgres, 00010), which lets up to 16 pushes of a
+//     topic admit at once.
+//   - SQLite: the single writer serializes the pushes; each counts the
+//     topic's Ready tasks after its insert.
+//   - MySQL: the pushes of a topic with a capacity take turns on its row,
+//     which they lock exclusively (FOR UPDATE), and each counts the topic's
+//     Ready tasks after its insert. A repository learns of a capacity from
+//     the first push that finds it, whose shared lock is raised: two such
+//     pushes at once may deadlock (ErrConflict, retried). In a caller's
+//     transaction the count is a locking read, since REPEATABLE READ would
+//     count from the transaction's snapshot: until the caller commits, the
+//     topic's Ready tasks stay locked (polls skip them), as does the
+//     topic's row, for which the topic's other pushes wait.
+//
 // # Atomicity
 //
 // Each call either succeeds entirely or changes nothing, and a caller's

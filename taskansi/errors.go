@@ -105,6 +105,19 @@ func mysqlNumber(err error) uint16 {
 	return 0
 }
 
+// pgDetail returns the Detail field of a PostgreSQL driver's error (pgx's
+// PgError, a pointer to a struct with a SQLState method), or "": the type
+// has no method that tells it, and the package imports no driver.
+func pgDetail(err interface{ SQLState() string }) string {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		if detail := v.Elem().FieldByName("Detail"); detail.IsValid() && detail.Kind() == reflect.String {
+			return detail.String()
+		}
+	}
+	return ""
+}
+
 // wrapf wraps err, mapped by mapError, with the package name and a
 // description of the call. Text arguments are shortened (check.Short), so
 // that a message never repeats a huge argument in full. A nil err stays

@@ -2,8 +2,6 @@ package taskansi
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,12 +69,12 @@ func (r *Repository) insert(ctx context.Context, tx DB, topic string, insertion 
 	return tasks, err
 }
 
-// store pushes as insert does, locking the topic with lockTopic.
+// store pushes as insert does, locking the topic with lockTopic, and admits
+// the stored tasks when the topic has a capacity (see admit).
 func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int, points bool) ([]taskapi.Task, error) {
-	var locked string
-	err := tx.QueryRowContext(ctx, r.expand(lockTopic), topic).Scan(&locked)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, taskapi.ErrUnknownTopic
+	capacity, err := r.lockTopic(ctx, tx, lockTopic, topic)
+	if err == nil {
+		err = r.openAdmission(ctx, tx, capacity)
 	}
 	if err != nil {
 		return nil, err
@@ -91,6 +89,9 @@ func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, 
 		revivals = make([]int, len(stored))
 	}
 	sequences, err := r.insertStored(ctx, tx, topic, stored, states, revivals)
+	if err == nil {
+		err = r.admit(ctx, tx, topic, capacity, states, points)
+	}
 	if err != nil {
 		return nil, err
 	}

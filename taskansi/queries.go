@@ -7,9 +7,9 @@ import (
 )
 
 // The SQL of every call, written once for all dialects. New substitutes the
-// tokens in braces: {task}, {topic}, {owner}, {hold}, {lock}, {schedule}
-// and {analyze} by the (qualified) tables and function, and the dialect's fragments
-// ({now}, {ago}, {greatest}, {skip}, {wait}, {share}, {primary}, {dueIndex},
+// tokens in braces: {task}, {topic}, {owner}, {hold}, {lock}, {schedule},
+// {analyze} and {admit} by the (qualified) tables and functions, and the dialect's fragments
+// ({now}, {ago}, {greatest}, {skip}, {wait}, {keep}, {primary}, {dueIndex},
 // {insert}, {ignore}; see dialect). The tokens that remain are filled per
 // call with placeholders: {list}, {states} and {owners} (?, ?, ...),
 // {ranges} (sequence BETWEEN ? AND ? OR ..., or sequence IN (...) where the
@@ -30,9 +30,11 @@ import (
 // write lock on SQLite. SET lists raise descent before they change state,
 // since MySQL assigns from left to right with the new values.
 
-// Push: the topic is locked against a concurrent Destroy while the push runs.
+// Push: the topic's row is kept from changing while the push runs: a
+// concurrent Destroy waits, and so does a change of the capacity that the
+// statement reads (see capacity.go).
 const (
-	pushTopic = `SELECT topic FROM {topic} WHERE topic = ?{share}`
+	pushTopic = `SELECT capacity FROM {topic} WHERE topic = ?{keep}`
 	// The older tasks that an insertion mode changes: $2.. identifiers, then
 	// the range of states. pushOlderRead finds them without locking, for a
 	// locking read by points (see pointLocks).
@@ -327,6 +329,8 @@ type queries struct {
 	page                                                 [2]string // by Direction
 	count                                                [2]string // by Snapshot
 	results, resolveFollowing, resolvePreceding          string
+	admitTurn, admitCount, admitCountLocking             string
+	admitting, admitCall                                 string
 }
 
 // newQueries returns the queries of d on the tables of schema (quoted; empty
@@ -349,9 +353,9 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	sub := strings.NewReplacer(
 		"{task}", qualify("task"), "{topic}", qualify("task_topic"), "{owner}", qualify("task_owner"),
 		"{hold}", qualify("task_hold"), "{lock}", qualify("task_lock"), "{schedule}", qualify("task_schedule"),
-		"{analyze}", qualify("task_analyze"),
+		"{analyze}", qualify("task_analyze"), "{admit}", qualify("task_admit"),
 		"{now}", d.now, "{ago}", d.ago, "{greatest}", d.greatest, "{skip}", skip, "{wait}", d.forUpdate,
-		"{share}", d.share, "{primary}", d.primary, "{dueIndex}", d.dueIndex, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
+		"{keep}", d.keep, "{primary}", d.primary, "{dueIndex}", d.dueIndex, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
 	).Replace
 	s := sub
 	v := func(template string, pairs ...string) string {
@@ -395,6 +399,8 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.count[taskapi.Total] = v(count, "{candidates}", countTotal)
 	q.count[taskapi.Recent] = v(count, "{candidates}", countRecent)
 	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
+	q.admitTurn, q.admitting, q.admitCall = s(admitTurn), s(admitting), s(admitCall)
+	q.admitCount, q.admitCountLocking = v(admitCount, "{latest}", ""), v(admitCount, "{latest}", d.keep)
 	return q
 }
 

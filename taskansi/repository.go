@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -38,6 +39,10 @@ type Repository struct {
 	// owner name, such as the same process started again.
 	incarnation string
 	wake        *wakeUps // which pushes notify their topic's channel
+	// capped holds the topics known to have a capacity, whose pushes lock
+	// the topic's row exclusively at once where they take turns on it
+	// (see lockTopic).
+	capped sync.Map
 }
 
 // Option configures a Repository.

@@ -17,7 +17,8 @@ const defaultWakeInterval = 2 * time.Millisecond
 type wakeUps struct {
 	*edge.Edge
 	// pushTopic, notifyingTopic and notifyingDue are the statements by
-	// which a push locks its topic's row, the others also notifying the
+	// which a push locks its topic's row and reads its capacity (see
+	// lockTopic), the others also notifying the
 	// channel of the topic's ready tasks or of its deferred ones (named as
 	// taskpg.TasksChannel and taskpg.DueChannel name them, so that a
 	// taskpg.Notifier hears them): in the push's own transaction or
