@@ -299,7 +299,6 @@ func TestTopicCapacity(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			db := b.url(t)
-			skipWithoutCapacities(t, db)
 			must(t, db, "topic", "init", "orders", "other")
 			n := len(cliAudit(t, db))
 			if out := must(t, db, "topic", "capacity", "orders"); !strings.Contains(out, "orders has no capacity") {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,8 +14,6 @@ import (
 	"time"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
-	"github.com/taskrepo/taskrepo/taskansi"
-	"github.com/taskrepo/taskrepo/taskpg"
 )
 
 // binary is the taskctl built for the tests, as a user builds it.
@@ -104,30 +101,6 @@ func wantExit(t testing.TB, database string, code int, want string, args ...stri
 		t.Errorf("taskctl %q: exit %d, stderr %q; want exit %d and %q", args, out.code, out.stderr, code, want)
 	}
 	return out
-}
-
-// skipWithoutCapacities skips t when the repository of database does not
-// implement taskapi.Capacitor: taskansi (SQLite, MySQL) does not yet, and
-// taskctl asks for it rather than requiring it. Remove the skip once every
-// repository implements it (issue 25).
-func skipWithoutCapacities(t testing.TB, database string) {
-	t.Helper()
-	a := &app{database: database, stdout: io.Discard, stderr: io.Discard}
-	s, err := a.open(t.Context())
-	if err != nil {
-		t.Fatalf("open %s: %v", database, err)
-	}
-	defer s.Close()
-	var ok bool
-	switch b := s.(type) {
-	case *backend[taskpg.DB]:
-		_, ok = b.capacitor()
-	case *backend[taskansi.DB]:
-		_, ok = b.capacitor()
-	}
-	if !ok {
-		t.Skipf("the repository of %s does not implement taskapi.Capacitor yet (taskansi, issue 25): the capacity test runs once it does", s.Shown())
-	}
 }
 
 // A dbCase names a database URL maker for the tests that run on each.

@@ -105,7 +105,6 @@ func TestServeCapacity(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			db := b.url(t)
-			skipWithoutCapacities(t, db)
 			d := startDashboard(t, db, web.Config{Refresh: 100 * time.Millisecond})
 			seedDashboard(t, d.store, "orders") // 10 READY tasks
 			br := newBrowser(t, d.url)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -26,8 +25,7 @@ type store interface {
 	Activations(ctx context.Context) (map[string]taskapi.Activation, error)
 	SetActivation(ctx context.Context, topic string, a taskapi.Activation) error
 	// Capacities and SetCapacity read and set the capacity of topics
-	// (taskapi.Capacitor); a repository without capacities has none to
-	// read, and refuses to set one with errNoCapacities.
+	// (taskapi.Capacitor).
 	Capacities(ctx context.Context) (map[string]int64, error)
 	SetCapacity(ctx context.Context, topic string, capacity int64) error
 	Push(ctx context.Context, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error)
@@ -78,6 +76,7 @@ type store interface {
 type repository[Tx any] interface {
 	taskapi.Repository[Tx]
 	taskapi.Activator[Tx]
+	taskapi.Capacitor[Tx]
 	taskapi.Roster[Tx]
 	taskapi.Finder[Tx]
 	taskapi.Auditor[Tx]
@@ -167,38 +166,15 @@ func (b *backend[Tx]) SetActivation(ctx context.Context, topic string, a taskapi
 	return in0(ctx, b, func(tx Tx) error { return b.repo.SetActivation(ctx, tx, topic, a) })
 }
 
-// capacitor returns the repository as a taskapi.Capacitor, ok false when
-// its implementation has no capacities. It is asked, not required of
-// repository, so that taskctl builds and runs on every backend while not
-// all of them implement it yet.
-func (b *backend[Tx]) capacitor() (c taskapi.Capacitor[Tx], ok bool) {
-	c, ok = any(b.repo).(taskapi.Capacitor[Tx])
-	return c, ok
-}
-
-// Capacities returns the capacity of every topic that has one; none when
-// the repository has no capacities, as it admits every push.
+// Capacities returns the capacity of every topic that has one.
 func (b *backend[Tx]) Capacities(ctx context.Context) (map[string]int64, error) {
-	c, ok := b.capacitor()
-	if !ok {
-		return map[string]int64{}, nil
-	}
-	return in(ctx, b, func(tx Tx) (map[string]int64, error) { return c.Capacities(ctx, tx) })
+	return in(ctx, b, func(tx Tx) (map[string]int64, error) { return b.repo.Capacities(ctx, tx) })
 }
 
-// SetCapacity sets the capacity of topic, 0 removing it; errNoCapacities
-// when the repository has no capacities.
+// SetCapacity sets the capacity of topic, 0 removing it.
 func (b *backend[Tx]) SetCapacity(ctx context.Context, topic string, capacity int64) error {
-	c, ok := b.capacitor()
-	if !ok {
-		return fmt.Errorf("set the capacity of %q on %s: %w", topic, b.conn.dialect, errNoCapacities)
-	}
-	return in0(ctx, b, func(tx Tx) error { return c.SetCapacity(ctx, tx, topic, capacity) })
+	return in0(ctx, b, func(tx Tx) error { return b.repo.SetCapacity(ctx, tx, topic, capacity) })
 }
-
-// errNoCapacities is the error of setting a capacity on a repository
-// whose implementation has none.
-var errNoCapacities = fmt.Errorf("its repository does not implement topic capacities (taskapi.Capacitor): %w", errors.ErrUnsupported)
 
 func (b *backend[Tx]) Push(ctx context.Context, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Task, error) { return b.repo.Push(ctx, tx, topic, insertion, creations...) })

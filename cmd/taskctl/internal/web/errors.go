@@ -49,8 +49,6 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, taskapi.ErrStateMismatch):
 		return http.StatusConflict, err.Error()
-	case errors.Is(err, errors.ErrUnsupported): // a repository without capacities, say
-		return http.StatusNotImplemented, err.Error()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "the request was cancelled: " + err.Error()
 	}
