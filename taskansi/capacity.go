@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -162,8 +163,12 @@ func (r *Repository) admit(ctx context.Context, tx DB, topic string, capacity sq
 	if !capacity.Valid {
 		return nil
 	}
+	ready := batch.Ready(states)
 	if r.dialect.admission == admitFunction {
-		return r.admitByFunction(ctx, tx, topic, states)
+		return r.admitByFunction(ctx, tx, topic, ready)
+	}
+	if ready == 0 {
+		return nil // Suspended tasks take no room
 	}
 	query := r.q.admitCount
 	if points {
@@ -180,18 +185,14 @@ func (r *Repository) admit(ctx context.Context, tx DB, topic string, capacity sq
 }
 
 // admitByFunction calls task_admit with the number of Ready tasks stored,
-// and turns taskrepo.admitting off again, so that the rest of a caller's
-// transaction inserts no task unadmitted.
-func (r *Repository) admitByFunction(ctx context.Context, tx DB, topic string, states []taskapi.State) error {
-	ready := 0
-	for _, state := range states {
-		if state == taskapi.Ready {
-			ready++
+// if any, and turns taskrepo.admitting off again, so that the rest of a
+// caller's transaction inserts no task unadmitted.
+func (r *Repository) admitByFunction(ctx context.Context, tx DB, topic string, ready int) error {
+	if ready > 0 {
+		var capped bool
+		if err := tx.QueryRowContext(ctx, r.expand(r.q.admitCall), topic, ready).Scan(&capped); err != nil {
+			return overCapacity(err, topic)
 		}
-	}
-	var capped bool
-	if err := tx.QueryRowContext(ctx, r.expand(r.q.admitCall), topic, ready).Scan(&capped); err != nil {
-		return overCapacity(err, topic)
 	}
 	_, err := tx.ExecContext(ctx, r.expand(r.q.admitting), "")
 	return err

@@ -83,7 +83,7 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
 	}
 	rows := pushRows(stored, ordinals(created), revivals)
-	ready := countReady(created)
+	ready := batch.Ready(created)
 	a := &admission{rows: rows, insert: sql.admitted[insertion], args: append(rows.arrays(topic), ready),
 		admit: []any{topic, ready}, capped: true}
 	send := r.admitAppend
@@ -149,17 +149,6 @@ func (r *Repository) admitChanging(ctx context.Context, db DB, topic string, a *
 			each: func() error { a.sequences = append(a.sequences, sequence); return nil }},
 		step{sql: r.q.admit, args: a.admit, dest: []any{&a.capped}, each: func() error { return nil }})
 	return pipeline(ctx, db, steps...)
-}
-
-// countReady returns how many of states are Ready.
-func countReady(states []taskapi.State) int {
-	n := 0
-	for _, state := range states {
-		if state == taskapi.Ready {
-			n++
-		}
-	}
-	return n
 }
 
 // unadmitted reports whether a push failed for want of admission: it stored

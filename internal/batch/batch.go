@@ -42,6 +42,18 @@ func Stored(insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskap
 	return stored, states
 }
 
+// Ready returns how many of states, those of the tasks a push stores, are
+// Ready: the room a push takes in a topic with a capacity.
+func Ready(states []taskapi.State) int {
+	n := 0
+	for _, state := range states {
+		if state == taskapi.Ready {
+			n++
+		}
+	}
+	return n
+}
+
 // created is the state of a task as pushed: Ready, or Suspended.
 func created(c taskapi.Creation) taskapi.State {
 	if c.Suspended {

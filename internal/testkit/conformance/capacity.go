@@ -115,6 +115,15 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 		c.wantReady(topic, 2)
 	}
 
+	all["SuspendedTasksNeedNoRoom"] = func(t *testing.T) {
+		c := capacityOf(setup(t, b, topic))
+		c.set(topic, 3)
+		c.pushN(topic, 3)
+		c.set(topic, 2) // over it already
+		c.push(topic, taskapi.Append, taskapi.Creation{Identifier: "s", Suspended: true})
+		c.wantRefused(topic, 2, 4, taskapi.Append, 1)
+	}
+
 	all["ALoweredCapacityRefusesUntilDrained"] = func(t *testing.T) {
 		c := capacityOf(setup(t, b, topic))
 		c.set(topic, 100)
