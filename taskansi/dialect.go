@@ -151,6 +151,7 @@ var dialects = map[Dialect]*dialect{
 		admission:     admitFunction,
 	},
 	SQLite: {
+		admission:  admitAlone,
 		name:       "sqlite",
 		quote:      '"',
 		now:        `?`,
