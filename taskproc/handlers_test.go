@@ -3,6 +3,7 @@ package taskproc_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,6 +184,55 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 		if len(events.of(taskproc.EventWoken)) == 0 {
 			t.Error("the follow-up topic's manager was not woken")
+		}
+	}
+
+	// A follow-up that a full topic refuses is a refusal of the completion:
+	// nothing of the completing transaction is written, and the parent is
+	// decided by the error (failed here, with no RetryPolicy), its output
+	// naming the capacity.
+	all["AFollowUpIntoAFullTopicFailsItsParentAndWritesNothing"] = func(t *testing.T, e *env[Tx]) {
+		if err := e.b.exec(e.ctx, e.db, "CREATE TABLE "+e.b.mine+" (x integer)"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.repo.SetCapacity(e.ctx, e.db, other, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.repo.Push(e.ctx, e.db, other, taskapi.Append, taskapi.Creation{Identifier: "waiting"}); err != nil {
+			t.Fatal(err)
+		}
+		steps := taskproc.NewComposite[Tx]().
+			Each("judge", func(context.Context, taskapi.Task, *taskproc.Supplement) (taskproc.Outcome, error) {
+				return taskproc.Outcome{Decision: taskapi.Decision{Result: taskapi.Success}}, nil
+			}).
+			Context(func(ctx context.Context, tx Tx, c *taskproc.Completing) error {
+				if err := e.b.exec(ctx, tx, "INSERT INTO "+e.b.mine+" (x) VALUES (1)"); err != nil {
+					return err
+				}
+				for _, task := range c.Tasks() {
+					if err := c.Push(task, other, taskapi.Append, taskapi.Creation{Identifier: "next-" + task.Identifier}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		h, err := steps.Handler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := e.client(e.repo)
+		handle(t, c, topic, h)
+		e.start(c)
+		parent := e.push("parent")[0]
+		e.eventually("the parent decided", func() bool { return e.info(parent).State != taskapi.Ready && e.info(parent).State != taskapi.Active })
+		if info := e.info(parent); info.State != taskapi.Failed || !strings.Contains(info.Output, taskapi.ErrOverCapacity.Error()) {
+			t.Errorf("the parent is %v with output %q, want FAILED naming the capacity", info.State, info.Output)
+		}
+		if infos := e.infos(other); len(infos) != 1 || infos[0].Identifier != "waiting" {
+			t.Errorf("the full topic holds %v, want only its own task", infos)
+		}
+		if n, err := e.b.count(e.ctx, e.db, "SELECT count(*) FROM "+e.b.mine); err != nil || n != 0 {
+			t.Errorf("the completing transaction's own write: %d rows (%v), want none", n, err)
 		}
 	}
 

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 type fullRepo[Tx any] interface {
 	taskapi.Repository[Tx]
 	taskapi.Activator[Tx]
+	taskapi.Capacitor[Tx]
 	taskapi.Leader[Tx]
 }
 
