@@ -133,33 +133,8 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 	}
 
 	all["CompositeFollowUpsCommitWithTheBatchAndWakeTheirTopic"] = func(t *testing.T, e *env[Tx]) {
-		if err := e.b.exec(e.ctx, e.db, "CREATE TABLE "+e.b.mine+" (x integer)"); err != nil {
-			t.Fatal(err)
-		}
-		steps := taskproc.NewComposite[Tx]().
-			Each("judge", func(ctx context.Context, task taskapi.Task, s *taskproc.Supplement) (taskproc.Outcome, error) {
-				if task.Identifier == "bad" {
-					return taskproc.Outcome{}, fmt.Errorf("bad input")
-				}
-				return taskproc.Outcome{Decision: taskapi.Decision{Result: taskapi.Success}}, nil
-			}).
-			Context(func(ctx context.Context, tx Tx, c *taskproc.Completing) error {
-				if err := e.b.exec(ctx, tx, "INSERT INTO "+e.b.mine+" (x) VALUES (1)"); err != nil {
-					return err
-				}
-				for _, task := range c.Tasks() {
-					if err := c.PushTagged(task, other, taskapi.Append, taskapi.Creation{Identifier: "next-" + task.Identifier}); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		h, err := steps.Handler()
-		if err != nil {
-			t.Fatal(err)
-		}
 		c := e.client(e.repo)
-		handle(t, c, topic, h)
+		handle(t, c, topic, followingUp(e))
 		// The follow-up topic's manager waits an hour after its empty first
 		// poll: only the resume after the commit brings it back in time.
 		events := &recorder{}
@@ -192,36 +167,14 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 	// decided by the error (failed here, with no RetryPolicy), its output
 	// naming the capacity.
 	all["AFollowUpIntoAFullTopicFailsItsParentAndWritesNothing"] = func(t *testing.T, e *env[Tx]) {
-		if err := e.b.exec(e.ctx, e.db, "CREATE TABLE "+e.b.mine+" (x integer)"); err != nil {
-			t.Fatal(err)
-		}
 		if err := e.repo.SetCapacity(e.ctx, e.db, other, 1); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.repo.Push(e.ctx, e.db, other, taskapi.Append, taskapi.Creation{Identifier: "waiting"}); err != nil {
 			t.Fatal(err)
 		}
-		steps := taskproc.NewComposite[Tx]().
-			Each("judge", func(context.Context, taskapi.Task, *taskproc.Supplement) (taskproc.Outcome, error) {
-				return taskproc.Outcome{Decision: taskapi.Decision{Result: taskapi.Success}}, nil
-			}).
-			Context(func(ctx context.Context, tx Tx, c *taskproc.Completing) error {
-				if err := e.b.exec(ctx, tx, "INSERT INTO "+e.b.mine+" (x) VALUES (1)"); err != nil {
-					return err
-				}
-				for _, task := range c.Tasks() {
-					if err := c.Push(task, other, taskapi.Append, taskapi.Creation{Identifier: "next-" + task.Identifier}); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-		h, err := steps.Handler()
-		if err != nil {
-			t.Fatal(err)
-		}
 		c := e.client(e.repo)
-		handle(t, c, topic, h)
+		handle(t, c, topic, followingUp(e))
 		e.start(c)
 		parent := e.push("parent")[0]
 		e.eventually("the parent decided", func() bool { return e.info(parent).State != taskapi.Ready && e.info(parent).State != taskapi.Active })
@@ -265,4 +218,38 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 			}
 		}
 	}
+}
+
+// followingUp returns a composite handler that fails the tasks identified
+// "bad" and succeeds the others, and whose completing context writes a row
+// of the user's own table (which it creates) and pushes a follow-up of
+// every task to other, tagged with its parent.
+func followingUp[Tx any](e *env[Tx]) taskproc.Handler {
+	e.t.Helper()
+	if err := e.b.exec(e.ctx, e.db, "CREATE TABLE "+e.b.mine+" (x integer)"); err != nil {
+		e.t.Fatal(err)
+	}
+	steps := taskproc.NewComposite[Tx]().
+		Each("judge", func(ctx context.Context, task taskapi.Task, s *taskproc.Supplement) (taskproc.Outcome, error) {
+			if task.Identifier == "bad" {
+				return taskproc.Outcome{}, fmt.Errorf("bad input")
+			}
+			return taskproc.Outcome{Decision: taskapi.Decision{Result: taskapi.Success}}, nil
+		}).
+		Context(func(ctx context.Context, tx Tx, c *taskproc.Completing) error {
+			if err := e.b.exec(ctx, tx, "INSERT INTO "+e.b.mine+" (x) VALUES (1)"); err != nil {
+				return err
+			}
+			for _, task := range c.Tasks() {
+				if err := c.PushTagged(task, other, taskapi.Append, taskapi.Creation{Identifier: "next-" + task.Identifier}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	h, err := steps.Handler()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
 }
