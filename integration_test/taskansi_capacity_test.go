@@ -2,14 +2,11 @@ package integration_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskansi"
@@ -78,13 +75,7 @@ func readyOf(t *testing.T, count func() (map[string]map[taskapi.State]taskapi.Su
 
 func TestTaskpgAndTaskansiShareCapacities(t *testing.T) {
 	t.Parallel()
-	ctx, url := t.Context(), testdb.PostgresURL(t)
-	pool := must[*pgxpool.Pool](t, "pgxpool")(pgxpool.New(ctx, url))
-	t.Cleanup(pool.Close)
-	db := must[*sql.DB](t, "sql.Open")(sql.Open("pgx", url))
-	t.Cleanup(func() { db.Close() })
-	pg := must[*taskpg.Repository](t, "taskpg.New")(taskpg.New("pg"))
-	ansi := must[*taskansi.Repository](t, "taskansi.New")(taskansi.New(taskansi.Postgres, "ansi"))
+	ctx, pool, db, pg, ansi := onePostgres(t)
 	must[bool](t, "Initialize")(ansi.Initialize(ctx, db, "t"))
 
 	// Set by one, read by the other; a push of either is admitted.

@@ -228,15 +228,24 @@ func must[T any](t *testing.T, what string) func(T, error) T {
 	}
 }
 
+// onePostgres opens a fresh PostgreSQL database both ways, a pgx pool and
+// a database/sql handle, with a taskpg repository "pg" and a taskansi one
+// "ansi", neither registered.
+func onePostgres(t *testing.T) (ctx context.Context, pool *pgxpool.Pool, db *sql.DB, pg *taskpg.Repository, ansi *taskansi.Repository) {
+	t.Helper()
+	ctx, url := t.Context(), testdb.PostgresURL(t)
+	pool = must[*pgxpool.Pool](t, "pgxpool")(pgxpool.New(ctx, url))
+	t.Cleanup(pool.Close)
+	db = must[*sql.DB](t, "sql.Open")(sql.Open("pgx", url))
+	t.Cleanup(func() { db.Close() })
+	pg = must[*taskpg.Repository](t, "taskpg.New")(taskpg.New("pg"))
+	ansi = must[*taskansi.Repository](t, "taskansi.New")(taskansi.New(taskansi.Postgres, "ansi"))
+	return ctx, pool, db, pg, ansi
+}
+
 func TestTaskpgAndTaskansiShareOnePostgresDatabase(t *testing.T) {
 	t.Parallel()
-	ctx, url := t.Context(), testdb.PostgresURL(t)
-	pool := must[*pgxpool.Pool](t, "pgxpool")(pgxpool.New(ctx, url))
-	t.Cleanup(pool.Close)
-	db := must[*sql.DB](t, "sql.Open")(sql.Open("pgx", url))
-	t.Cleanup(func() { db.Close() })
-	pg := must[*taskpg.Repository](t, "taskpg.New")(taskpg.New("pg"))
-	ansi := must[*taskansi.Repository](t, "taskansi.New")(taskansi.New(taskansi.Postgres, "ansi"))
+	ctx, pool, db, pg, ansi := onePostgres(t)
 	must[bool](t, "Register pg")(pg.Register(ctx, pool))
 	must[bool](t, "Register ansi")(ansi.Register(ctx, db))
 
