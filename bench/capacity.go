@@ -58,6 +58,8 @@ func runCapacity(ctx context.Context, b *bench) error {
 			return err
 		}
 		without, with := &res[0], &res[1]
+		b.report.throughput(scenario+"_none", k.name+" into a topic without a capacity", without, rivers{}, 0, k.note)
+		b.report.costs(scenario+"_none", k.name+" into a topic without a capacity", without, rivers{}, 0)
 		b.report.relativeTo(scenario, k.name+" into a topic with a capacity", with, without, 0.8,
 			k.note+"; the capacity is never reached; ratio: with ÷ without, in the same run")
 		b.report.costs(scenario, k.name+" into a topic with a capacity", with, rivers{}, 0)
