@@ -2,6 +2,7 @@ package taskproc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -174,12 +175,18 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 			t.Fatal(err)
 		}
 		c := e.client(e.repo)
-		handle(t, c, topic, followingUp(e))
+		events := &recorder{}
+		handle(t, c, topic, followingUp(e), taskproc.WithListener(events))
 		e.start(c)
 		parent := e.push("parent")[0]
 		e.eventually("the parent decided", func() bool { return e.info(parent).State != taskapi.Ready && e.info(parent).State != taskapi.Active })
 		if info := e.info(parent); info.State != taskapi.Failed || !strings.Contains(info.Output, taskapi.ErrOverCapacity.Error()) {
 			t.Errorf("the parent is %v with output %q, want FAILED naming the capacity", info.State, info.Output)
+		}
+		e.eventually("the batch's failure told", func() bool { return len(events.of(taskproc.EventFailed)) > 0 })
+		var full *taskapi.CapacityError
+		if failed := events.of(taskproc.EventFailed); len(failed) != 1 || !errors.As(failed[0].Err, &full) || full.Topic != other {
+			t.Errorf("failed events %v, want one whose error is the capacity of %q", failed, other)
 		}
 		if infos := e.infos(other); len(infos) != 1 || infos[0].Identifier != "waiting" {
 			t.Errorf("the full topic holds %v, want only its own task", infos)

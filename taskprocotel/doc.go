@@ -58,6 +58,8 @@
 //	taskproc.tasks.rescued       {task}       expired tasks this process's keeper revived
 //	taskproc.tasks.poisoned      {task}       expired tasks it ended with Failure instead, rescued
 //	                                          too often (taskproc.WithRescues)
+//	taskproc.pushes.refused      {push}       pushes of the runtime (follow-ups, periodic tasks)
+//	                                          that a topic's capacity refused; topic: the full one
 //	taskproc.batch.duration      s            histogram of the time from a batch's poll to its
 //	                                          settlement (completed, failed or released), with the
 //	                                          buckets of taskproc.RunBounds (BucketBoundaries)

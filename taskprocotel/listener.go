@@ -2,6 +2,7 @@ package taskprocotel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -42,7 +43,10 @@ type Listener struct {
 	// becomes a result: settlements tried again, batches whose tasks
 	// another owner took, tasks rescued and tasks given up as poison.
 	settleRetried, lost, rescued, poisoned metric.Int64Counter
-	duration                               metric.Float64Histogram
+	// Pushes of the runtime (follow-ups, periodic tasks) that a topic's
+	// capacity refused.
+	refused  metric.Int64Counter
+	duration metric.Float64Histogram
 
 	none  metric.MeasurementOption // no attributes (events without a topic)
 	attrs sync.Map                 // topic → *topicAttrs
@@ -88,6 +92,7 @@ func NewListener(meter metric.Meter) (*Listener, error) {
 		{&l.lost, "taskproc.batches.lost", "{batch}", "Batches whose every task another owner took before their settlement was written."},
 		{&l.rescued, "taskproc.tasks.rescued", "{task}", "Expired tasks this process's keeper revived."},
 		{&l.poisoned, "taskproc.tasks.poisoned", "{task}", "Expired tasks this process's keeper ended with Failure, rescued too often."},
+		{&l.refused, "taskproc.pushes.refused", "{push}", "Pushes of the runtime (follow-ups, periodic tasks) that a topic's capacity refused, by that topic."},
 	}
 	for _, c := range counters {
 		counter, err := meter.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.about))
@@ -119,9 +124,15 @@ func BucketBoundaries() []float64 {
 }
 
 // Notify records e. Events that carry no measure of their own (a batch
-// dispatched, an empty poll, a wake-up) are ignored.
+// dispatched, an empty poll, a wake-up) are ignored. An event whose error
+// is a capacity's refusal (*taskapi.CapacityError: a follow-up that failed
+// its batch, a periodic push) counts a refused push of the full topic.
 func (l *Listener) Notify(e taskproc.Event) {
 	ctx := context.Background()
+	var full *taskapi.CapacityError
+	if errors.As(e.Err, &full) {
+		l.refused.Add(ctx, 1, l.topic(full.Topic).topic)
+	}
 	switch e.Kind {
 	case taskproc.EventPolled:
 		add(ctx, l.polled, len(e.Tasks), l.topic(e.Topic).topic)

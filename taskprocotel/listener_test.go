@@ -3,6 +3,7 @@ package taskprocotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -185,6 +186,11 @@ func TestListenerRecordsEvents(t *testing.T) {
 		{Kind: taskproc.EventLost, Topic: "b", Err: boom},
 		{Kind: taskproc.EventRescued, Topic: "a", Tasks: a3},
 		{Kind: taskproc.EventPoisoned, Topic: "b", Tasks: b1[:1]},
+		// Periodic pushes that a full topic refused, and one that failed
+		// otherwise.
+		{Kind: taskproc.EventScheduleFailed, Topic: "a", Err: fmt.Errorf("push: %w", &taskapi.CapacityError{Topic: "c", Capacity: 5, Count: 6})},
+		{Kind: taskproc.EventScheduleFailed, Topic: "b", Err: &taskapi.CapacityError{Topic: "c", Capacity: 5, Count: 7}},
+		{Kind: taskproc.EventScheduleFailed, Topic: "b", Err: boom},
 	}
 	for _, e := range events {
 		l.Notify(e)
@@ -223,6 +229,7 @@ func TestListenerRecordsEvents(t *testing.T) {
 	checkCounter(t, metrics, "taskproc.batches.lost", "{batch}", map[string]int64{attrs("topic", "b"): 1})
 	checkCounter(t, metrics, "taskproc.tasks.rescued", "{task}", map[string]int64{attrs("topic", "a"): 2})
 	checkCounter(t, metrics, "taskproc.tasks.poisoned", "{task}", map[string]int64{attrs("topic", "b"): 1})
+	checkCounter(t, metrics, "taskproc.pushes.refused", "{push}", map[string]int64{attrs("topic", "c"): 2})
 	checkCounter(t, metrics, "taskproc.reconcile.failed", "{run}", map[string]int64{attrs(): 1})
 
 	points := histogramPoints(t, metrics)
@@ -265,6 +272,7 @@ func TestListenerRecordsEvents(t *testing.T) {
 		"taskproc.leadership.acquired", "taskproc.leadership.conceded", "taskproc.activation.changes",
 		"taskproc.notifier.lost", "taskproc.maintenance.failed", "taskproc.reconcile.failed",
 		"taskproc.settlements.retried", "taskproc.batches.lost", "taskproc.tasks.rescued", "taskproc.tasks.poisoned",
+		"taskproc.pushes.refused",
 	} {
 		want = append(want, name)
 		if metrics[name].Description == "" {
