@@ -181,6 +181,14 @@ func modelStateError(err error) {
 	}
 }
 
+func modelCapacity(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, creation taskapi.Creation) {
+	_, err := repo.Push(ctx, pool, "tenant-acme", taskapi.Append, creation)
+	var full *taskapi.CapacityError
+	if errors.As(err, &full) {
+		// full.Topic holds full.Capacity READY tasks: answer 429 and let the caller retry
+	}
+}
+
 func processingComposite() (taskproc.Handler, error) {
 	amounts := taskproc.NewKey[map[string]int]("amounts")
 	steps := taskproc.NewComposite[taskpg.DB]().
