@@ -144,9 +144,9 @@ func checkPollPages(t *testing.T, db *pgxpool.Pool, repo *Repository) map[string
 // arguments for a poll of planBatch tasks, under the repository's first
 // term of the topic (see planSetup) when termed.
 func (r *Repository) pollStatement(order taskapi.Order, condition taskapi.Condition, termed bool) (string, []any) {
-	statements, term := &r.q.poll, []any(nil)
+	statements, term := &r.q.poll[0], []any(nil)
 	if termed {
-		statements, term = &r.q.pollTermed, []any{int64(1)}
+		statements, term = &r.q.pollTermed[0], []any{int64(1)}
 	}
 	args := []any{"plan", r.owner, planBatch}
 	if condition == taskapi.Unconditional {

@@ -25,7 +25,7 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 		return nil, wrapf(err, "poll %q", topic)
 	}
 	tasks, err := retrying(ctx, db, func() ([]taskapi.Task, error) {
-		return r.poll(ctx, db, topic, size, p)
+		return r.pollLimited(ctx, db, topic, size, p)
 	})
 	if err != nil {
 		return nil, wrapf(err, "poll %q", topic)
@@ -45,24 +45,66 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
 }
 
-// poll runs the poll statement that p asks for: under p's term, if any,
-// the statement of pollTermed, with the term's number as its last argument.
-func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p check.Polling) ([]taskapi.Task, error) {
+// pollLimited polls with the statement that the topic's limits call for,
+// plain or keyed (see queries.go), as the repository last found them. When
+// a poll finds them changed, it polls once more, with the other statement,
+// for the tasks it has yet to take.
+func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size int, p check.Polling) ([]taskapi.Task, error) {
+	_, keyed := r.keyed.Load(topic)
+	tasks, found, err := r.poll(ctx, db, topic, size, p, keyed)
+	if err != nil || found == keyed {
+		return tasks, err
+	}
+	if found {
+		r.keyed.Store(topic, struct{}{})
+	} else {
+		r.keyed.Delete(topic)
+	}
+	if len(tasks) == size {
+		return tasks, nil
+	}
+	more, _, err := r.poll(ctx, db, topic, size-len(tasks), p, found)
+	return append(tasks, more...), err
+}
+
+// Rows of these sequences, which no task has, are not tasks: they say that
+// the owner is not registered, or whether the topic has a limit per
+// identifier when the statement found otherwise.
+const (
+	markUnknownOwner = taskapi.Inception
+	markKeyed        = -1
+	markUnkeyed      = -2
+)
+
+// poll runs the poll statement that p asks for, keyed or not: under p's
+// term, if any, the statement of pollTermed, with the term's number as its
+// last argument. It returns the tasks and whether the topic has a limit per
+// identifier, as far as the statement found.
+func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p check.Polling, keyed bool) ([]taskapi.Task, bool, error) {
 	var (
 		tasks []taskapi.Task
 		t     taskapi.Task
 	)
-	statements, term := &r.q.poll, []any(nil)
-	if p.Term != nil {
-		statements, term = &r.q.pollTermed, []any{p.Term.Number}
+	k := 0
+	if keyed {
+		k = 1
 	}
-	unknown := false // the owner is not registered (the row of sequence 0)
+	statements, term := &r.q.poll[k], []any(nil)
+	if p.Term != nil {
+		statements, term = &r.q.pollTermed[k], []any{p.Term.Number}
+	}
+	unknown := false
 	poll := step{sql: statements[p.Order][0], args: append([]any{topic, r.owner, size}, term...),
 		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
 		each: func() error {
-			if t.Sequence == taskapi.Inception {
+			switch t.Sequence {
+			case markUnknownOwner:
 				unknown = true
-			} else {
+			case markKeyed:
+				keyed = true
+			case markUnkeyed:
+				keyed = false
+			default:
 				tasks = append(tasks, t)
 			}
 			return nil
@@ -77,12 +119,12 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p 
 		steps = []step{{sql: pollLock, args: []any{r.pollKey(topic)}}, poll}
 	}
 	if err := pipeline(ctx, db, steps...); err != nil {
-		return nil, err
+		return nil, keyed, err
 	}
 	if unknown {
-		return nil, fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
+		return nil, keyed, fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
 	}
-	return tasks, nil
+	return tasks, keyed, nil
 }
 
 // pollKey is the text whose hash keys the advisory lock of a topic's

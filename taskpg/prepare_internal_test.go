@@ -70,7 +70,7 @@ func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
 		pushPollComplete(ctx, t, repo, conn.Conn(), "plan")
 	}
 	plans := preparedOnServer(t, conn.Conn())
-	for _, sql := range []string{repo.q.poll[taskapi.FIFO][0], repo.q.completeOne} {
+	for _, sql := range []string{repo.q.poll[0][taskapi.FIFO][0], repo.q.completeOne} {
 		if plans[sql] != 3 {
 			t.Errorf("%d custom plans of the prepared statement, want 3:%s", plans[sql], sql)
 		}

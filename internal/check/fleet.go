@@ -54,3 +54,14 @@ func Capacity(topic string, capacity int64) error {
 	}
 	return nil
 }
+
+// Limits checks a topic and the limits to set: each 0 (none) or more.
+func Limits(topic string, limits taskapi.Limits) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if limits.Active < 0 || limits.PerIdentifier < 0 {
+		return fmt.Errorf("limits %+v: a limit is negative: %w", limits, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+-- Limits of Active tasks across the fleet: the most Active tasks of a topic
+-- (task_topic.active_limit) and of one identifier in it
+-- (task_topic.identifier_limit), NULL for none.
+--
+-- The limits are kept by the database, whoever polls:
+--
+-- - The partition of a topic with a limit has a trigger on the update that
+--   makes a task Active (Ready to Active: a poll, and only a poll). It takes
+--   the topic's limit lock (an advisory lock held until the poll's
+--   transaction ends), so that the polls of one topic claim in turn, then
+--   counts the topic's Active tasks, and those of the task's identifier, in
+--   statements of their own: each sees every poll committed before, and the
+--   rows this poll has claimed so far. A task that would go over a limit
+--   stays Ready (the trigger skips its row) and the poll returns fewer
+--   tasks. Skipping sets taskrepo.limited to the limit and topic
+--   ('active:<topic>', 'identifier:<topic>') until the transaction ends;
+--   once the topic is full, the poll's later rows are skipped at once.
+-- - A topic with a limit per identifier gets an index of its Ready and
+--   Active tasks by identifier (task_<md5>_keyed): it serves the counts by
+--   identifier and taskpg's keyed poll, which picks its candidates by
+--   identifier (those with room, their earliest tasks first), so that the
+--   tasks of identifiers at their limit are never walked over.
+-- - Setting, changing or removing a limit (an update of task_topic) adds or
+--   drops the trigger and the index, with the rights of the role that
+--   migrated; destroying the topic drops its partition and both with it.
+
+-- +goose Up
+ALTER TABLE task_topic
+    ADD COLUMN active_limit     bigint CHECK (active_limit > 0),
+    ADD COLUMN identifier_limit bigint CHECK (identifier_limit > 0);
+
+-- 1952543598 is the space of the limit locks (internal/lockkey). The counts
+-- run on the partition itself (EXECUTE plans them there), bounded by the
+-- limit: at most that many index entries are read.
+-- +goose StatementBegin
+CREATE FUNCTION task_limited() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    held    text := current_setting('taskrepo.limited', true);
+    limits  record;
+    active  bigint;
+BEGIN
+    IF held = 'active:' || NEW.topic THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_advisory_xact_lock(1952543598, hashtext(TG_TABLE_SCHEMA || '.' || NEW.topic));
+    EXECUTE format('SELECT active_limit, identifier_limit FROM %I.task_topic WHERE topic = $1', TG_TABLE_SCHEMA)
+        INTO limits USING NEW.topic;
+    IF limits.active_limit IS NOT NULL THEN
+        EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I WHERE state = 0 LIMIT $1) AS a',
+            TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO active USING limits.active_limit;
+        IF active >= limits.active_limit THEN
+            PERFORM set_config('taskrepo.limited', 'active:' || NEW.topic, true);
+            RETURN NULL;
+        END IF;
+    END IF;
+    IF limits.identifier_limit IS NOT NULL THEN
+        EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I WHERE identifier = $1 AND state = 0 LIMIT $2) AS a',
+            TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO active USING NEW.identifier, limits.identifier_limit;
+        IF active >= limits.identifier_limit THEN
+            PERFORM set_config('taskrepo.limited', 'identifier:' || NEW.topic, true);
+            RETURN NULL;
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE FUNCTION task_topic_limits() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    partition text := 'task_' || md5(NEW.topic);
+BEGIN
+    IF NEW.active_limit IS NULL AND NEW.identifier_limit IS NULL THEN
+        EXECUTE format('DROP TRIGGER IF EXISTS task_limit ON %I.%I', TG_TABLE_SCHEMA, partition);
+    ELSIF OLD.active_limit IS NULL AND OLD.identifier_limit IS NULL THEN
+        EXECUTE format('CREATE TRIGGER task_limit BEFORE UPDATE OF state ON %I.%I FOR EACH ROW'
+                       ' WHEN (OLD.state = 1 AND NEW.state = 0)'
+                       ' EXECUTE FUNCTION %I.task_limited()', TG_TABLE_SCHEMA, partition, TG_TABLE_SCHEMA);
+    END IF;
+    IF NEW.identifier_limit IS NULL THEN
+        EXECUTE format('DROP INDEX IF EXISTS %I.%I', TG_TABLE_SCHEMA, partition || '_keyed');
+    ELSIF OLD.identifier_limit IS NULL THEN
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (identifier, state, sequence) WHERE state <= 1',
+            partition || '_keyed', TG_TABLE_SCHEMA, partition);
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER task_topic_limits AFTER UPDATE OF active_limit, identifier_limit ON task_topic
+    FOR EACH ROW WHEN (OLD.active_limit IS DISTINCT FROM NEW.active_limit
+                       OR OLD.identifier_limit IS DISTINCT FROM NEW.identifier_limit)
+    EXECUTE FUNCTION task_topic_limits();
+
+-- +goose Down
+DROP TRIGGER task_topic_limits ON task_topic;
+-- +goose StatementBegin
+DO $$
+DECLARE
+    t text;
+BEGIN
+    FOR t IN SELECT topic FROM task_topic WHERE active_limit IS NOT NULL OR identifier_limit IS NOT NULL LOOP
+        EXECUTE format('DROP TRIGGER IF EXISTS task_limit ON %I', 'task_' || md5(t));
+        EXECUTE format('DROP INDEX IF EXISTS %I', 'task_' || md5(t) || '_keyed');
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+DROP FUNCTION task_topic_limits();
+DROP FUNCTION task_limited();
+ALTER TABLE task_topic DROP COLUMN identifier_limit, DROP COLUMN active_limit;
