@@ -21,6 +21,123 @@ SELECT topic, coalesce(active_limit, 0), coalesce(identifier_limit, 0) FROM {sch
 WHERE active_limit IS NOT NULL OR identifier_limit IS NOT NULL`
 )
 
+// Polls of a topic with limits. A poll that knows the topic has limits
+// takes the topic's limit lock first, in its own statement of the round
+// trip (limitLock), which also tells the trigger of migration 00011 that
+// this poll counts for itself: the poll statement's snapshot, taken once the
+// lock is held, sees every claim committed before, so the statement's counts
+// are exact and the trigger lets its rows through unchecked. The statement
+// ends the trigger's trust as its last step (limitedMarker, which UNION ALL
+// reads after the update). Any other claim in the topic (a poll that did not
+// know, taskansi's) is checked row by row by the trigger, which then marks
+// the transaction as having seen the limits, so that taskpg's plain poll
+// statement reports them (plainMarker) and the repository's next polls know.
+const (
+	limitLock = `SELECT pg_advisory_xact_lock(1952543598, hashtext($1)), set_config('taskrepo.limited', 'counted:' || $3 || ':' || $2, true)`
+	// limitTake, {with} of a limited poll: n is how many tasks the poll may
+	// take ($3, or fewer under the Active limit), k the limit per
+	// identifier. The Active tasks are counted once, at most the limit.
+	limitTake = `take (n, k) AS (
+    SELECT coalesce((
+        SELECT CASE WHEN l.active_limit IS NULL THEN $3::bigint
+                    ELSE greatest(0, least($3::bigint, l.active_limit - (
+                        SELECT count(*) FROM (SELECT FROM {schema}.task AS a
+                                              WHERE a.topic = $1 AND a.state = 0 LIMIT l.active_limit) AS a))) END
+        FROM {schema}.task_topic AS l WHERE l.topic = $1), 0),
+           (SELECT identifier_limit FROM {schema}.task_topic WHERE topic = $1)),
+`
+	// plainMarker, {marker} of a plain poll, and limitedMarker, of a limited
+	// one, run once the update is done (UNION ALL reads its branches in
+	// turn). A row of sequence -10 - mode gives the topic's limits (mode: 1
+	// for an Active limit, plus 2 for one per identifier): in a plain poll
+	// when the trigger of migration 00011 checked a claim, in a limited one
+	// always, which also ends the trigger's trust.
+	plainMarker = `
+UNION ALL
+SELECT -10 - m.mode, '', '' FROM (` + limitsMode + `) AS m
+WHERE current_setting('taskrepo.limited', true) = 'seen:' || $1`
+	limitedMarker = `
+UNION ALL
+SELECT -10 - m.mode, '', '' FROM (` + limitsMode + `) AS m
+WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
+	limitsMode = `
+    SELECT (active_limit IS NOT NULL)::int + 2 * (identifier_limit IS NOT NULL)::int AS mode
+    FROM {schema}.task_topic WHERE topic = $1`
+	// keyedCandidates, {candidates} of a keyed poll, for a topic with a
+	// limit per identifier: of each identifier below its limit, its earliest
+	// due Ready tasks in poll order, as many as it has room for (a task that
+	// waits for its time holds none back); of those, the first {take} in
+	// poll order that meet the poll's condition. Two ways find them, each
+	// cheap where the other is not:
+	//
+	// - First it reads the first {take} candidates of a plain poll (walked),
+	//   checking each one's room in the keyed index. That is enough when as
+	//   many have room, or when there are no more: the common case among
+	//   many identifiers, most of them with room.
+	// - Otherwise it reads the identifiers with Ready or Active tasks, one
+	//   descent of the keyed index each (a loose index scan), and of each its
+	//   Active tasks and earliest Ready ones: its cost grows with the
+	//   identifiers, not with their tasks, however many wait behind an
+	//   identifier at its limit.
+	//
+	// The candidates are locked before the update claims any, as a plain
+	// poll's are.
+	keyedCandidates = `
+        SELECT l.ctid FROM {schema}.task AS l WHERE l.topic = $1 AND l.ctid = ANY (ARRAY(
+        WITH RECURSIVE keyed (identifier) AS (
+            (SELECT k.identifier FROM {schema}.task AS k
+             WHERE k.topic = $1 AND k.state <= 1 ORDER BY k.identifier LIMIT 1)
+            UNION ALL
+            SELECT (SELECT k.identifier FROM {schema}.task AS k
+                    WHERE k.topic = $1 AND k.state <= 1 AND k.identifier > keyed.identifier
+                    ORDER BY k.identifier LIMIT 1)
+            FROM keyed WHERE keyed.identifier IS NOT NULL),
+        walked AS MATERIALIZED (
+            SELECT * FROM ({ready}) AS ready
+            UNION ALL
+            SELECT * FROM ({due}) AS due),
+        enough (walked) AS (
+            SELECT count(*) FILTER (WHERE room) >= (SELECT n FROM take)
+                   OR (count(*) FILTER (WHERE due) < (SELECT n FROM take)
+                       AND count(*) FILTER (WHERE NOT due) < (SELECT n FROM take))
+            FROM walked)
+        SELECT c.ctid FROM (
+            SELECT ctid, sequence FROM walked WHERE room AND (SELECT walked FROM enough)
+            UNION ALL
+            SELECT r.ctid, r.sequence FROM keyed CROSS JOIN LATERAL (
+                SELECT q.ctid, q.sequence, q.identifier FROM {schema}.task AS q
+                WHERE q.topic = $1 AND q.identifier = keyed.identifier AND q.state = 1
+                  AND (q.not_before IS NULL OR q.not_before <= {now})
+                ORDER BY q.sequence {direction}
+                LIMIT greatest(0, (SELECT k FROM take) - ({activeOf:keyed}))) AS r
+            WHERE NOT (SELECT walked FROM enough)
+              AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}) AS c
+        ORDER BY c.sequence {direction} LIMIT {take}))
+        FOR UPDATE OF l{skip}`
+	// keyedWalk is {ready} and {due} of keyedCandidates: a branch of a plain
+	// poll ({which}, {order}, {due}) that locks nothing, and tells whether
+	// each candidate's identifier has fewer Active tasks and earlier due
+	// Ready ones than its limit. Each count reads a range of the keyed index
+	// that ends at the limit or at the candidate.
+	keyedWalk = `
+                SELECT r.ctid, r.sequence, {due} AS due,
+                       ({activeOf:r}) + (
+                           SELECT count(*) FROM (SELECT FROM {schema}.task AS e
+                                                 WHERE e.topic = $1 AND e.identifier = r.identifier AND e.state = 1
+                                                   AND e.sequence {earlier} r.sequence
+                                                   AND (e.not_before IS NULL OR e.not_before <= {now})
+                                                 LIMIT (SELECT k FROM take)) AS e) < (SELECT k FROM take) AS room
+                FROM {schema}.task AS r
+                WHERE r.topic = $1 AND r.state = 1 AND {which}
+                  AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
+                ORDER BY {order} LIMIT {take}`
+	// keyedActive is {activeOf:keyed} and {activeOf:r}: the Active tasks of
+	// an identifier ({identifier}), at most its limit.
+	keyedActive = `SELECT count(*) FROM (SELECT FROM {schema}.task AS a
+                                  WHERE a.topic = $1 AND a.identifier = {identifier} AND a.state = 0
+                                  LIMIT (SELECT k FROM take)) AS a`
+)
+
 // SetLimits sets the limits of topic; zero Limits removes them. Setting the
 // first limit of a topic, or removing its last, waits for the polls and
 // pushes of the topic under way, and holds theirs back until the call's
@@ -41,10 +158,13 @@ func (r *Repository) SetLimits(ctx context.Context, db DB, topic string, limits 
 	if err != nil {
 		return wrapf(err, "set the limits of %q", topic)
 	}
-	if limits.PerIdentifier > 0 {
-		r.keyed.Store(topic, struct{}{})
-	} else {
-		r.keyed.Delete(topic)
+	switch {
+	case limits.PerIdentifier > 0:
+		r.limited.Store(topic, keyedPoll)
+	case limits.Active > 0:
+		r.limited.Store(topic, limitedPoll)
+	default:
+		r.limited.Delete(topic)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -45,20 +46,23 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
 }
 
-// pollLimited polls with the statement that the topic's limits call for,
-// plain or keyed (see queries.go), as the repository last found them. When
-// a poll finds them changed, it polls once more, with the other statement,
-// for the tasks it has yet to take.
+// pollLimited polls with the statement that the topic's limits call for
+// (see pollMode), as the repository last found them. When a poll finds them
+// other than it thought, it polls once more, with the statement they call
+// for, for the tasks it has yet to take.
 func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size int, p check.Polling) ([]taskapi.Task, error) {
-	_, keyed := r.keyed.Load(topic)
-	tasks, found, err := r.poll(ctx, db, topic, size, p, keyed)
-	if err != nil || found == keyed {
+	mode := plainPoll
+	if m, ok := r.limited.Load(topic); ok {
+		mode = m.(pollMode)
+	}
+	tasks, found, err := r.poll(ctx, db, topic, size, p, mode)
+	if err != nil || found == mode {
 		return tasks, err
 	}
-	if found {
-		r.keyed.Store(topic, struct{}{})
+	if found == plainPoll {
+		r.limited.Delete(topic)
 	} else {
-		r.keyed.Delete(topic)
+		r.limited.Store(topic, found)
 	}
 	if len(tasks) == size {
 		return tasks, nil
@@ -67,64 +71,78 @@ func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size 
 	return append(tasks, more...), err
 }
 
-// Rows of these sequences, which no task has, are not tasks: they say that
-// the owner is not registered, or whether the topic has a limit per
-// identifier when the statement found otherwise.
+// Rows of these sequences, which no task has, are not tasks: the first says
+// that the owner is not registered, the others what limits the topic has
+// (see plainMarker and limitedMarker).
 const (
 	markUnknownOwner = taskapi.Inception
-	markKeyed        = -1
-	markUnkeyed      = -2
+	markModes        = -10 // minus 1 for an Active limit, minus 2 for one per identifier
 )
 
-// poll runs the poll statement that p asks for, keyed or not: under p's
-// term, if any, the statement of pollTermed, with the term's number as its
-// last argument. It returns the tasks and whether the topic has a limit per
-// identifier, as far as the statement found.
-func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p check.Polling, keyed bool) ([]taskapi.Task, bool, error) {
+// modeOf returns the mode of the marker row of sequence s, and whether it
+// is one.
+func modeOf(s int64) (pollMode, bool) {
+	bits := markModes - s
+	switch {
+	case bits < 0 || bits > 3:
+		return plainPoll, false
+	case bits&2 != 0:
+		return keyedPoll, true
+	case bits != 0:
+		return limitedPoll, true
+	}
+	return plainPoll, true
+}
+
+// poll runs the poll statement of mode that p asks for: under p's term, if
+// any, the statement of pollTermed, with the term's number as its last
+// argument; in a limited mode after the topic's limit lock. It returns the
+// tasks and the mode that the topic's limits call for, as far as the
+// statement found.
+func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p check.Polling, mode pollMode) ([]taskapi.Task, pollMode, error) {
 	var (
 		tasks []taskapi.Task
 		t     taskapi.Task
 	)
-	k := 0
-	if keyed {
-		k = 1
-	}
-	statements, term := &r.q.poll[k], []any(nil)
+	statements, term := &r.q.poll[mode], []any(nil)
 	if p.Term != nil {
-		statements, term = &r.q.pollTermed[k], []any{p.Term.Number}
+		statements, term = &r.q.pollTermed[mode], []any{p.Term.Number}
 	}
-	unknown := false
+	unknown, found := false, mode
 	poll := step{sql: statements[p.Order][0], args: append([]any{topic, r.owner, size}, term...),
 		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
 		each: func() error {
-			switch t.Sequence {
-			case markUnknownOwner:
+			if t.Sequence == markUnknownOwner {
 				unknown = true
-			case markKeyed:
-				keyed = true
-			case markUnkeyed:
-				keyed = false
-			default:
+			} else if m, ok := modeOf(t.Sequence); ok {
+				found = m
+			} else {
 				tasks = append(tasks, t)
 			}
 			return nil
 		}}
-	steps := []step{poll}
+	var steps []step
 	if p.Condition != taskapi.Unconditional {
 		// The lock and the poll in one round trip, in one transaction,
 		// which holds the lock until the poll is committed; the poll's
 		// snapshot is taken once the lock is held.
 		blocking := ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))
 		poll.sql, poll.args = statements[p.Order][1], append([]any{topic, r.owner, size, blocking}, term...)
-		steps = []step{{sql: pollLock, args: []any{r.pollKey(topic)}}, poll}
+		steps = append(steps, step{sql: pollLock, args: []any{r.pollKey(topic)}})
 	}
+	if mode != plainPoll {
+		// The statement counts the Active limit (1), or both limits (2).
+		counted := min(int(mode), 2)
+		steps = append(steps, step{sql: limitLock, args: []any{r.plain + "." + topic, topic, strconv.Itoa(counted)}})
+	}
+	steps = append(steps, poll)
 	if err := pipeline(ctx, db, steps...); err != nil {
-		return nil, keyed, err
+		return nil, found, err
 	}
 	if unknown {
-		return nil, keyed, fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
+		return nil, found, fmt.Errorf("owner %q is not registered: %w", check.Short(r.owner), taskapi.ErrUnknownOwner)
 	}
-	return tasks, keyed, nil
+	return tasks, found, nil
 }
 
 // pollKey is the text whose hash keys the advisory lock of a topic's

@@ -1,6 +1,7 @@
 package taskpg
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -182,7 +183,7 @@ SELECT count(pg_advisory_xact_lock($1, k)) FROM (SELECT k FROM unnest($2::int4[]
 // for them, WithExclusive) meanwhile: acceptable for so few rows.
 const (
 	pollTemplate = `
-WITH polled AS (
+WITH {with}polled AS (
     UPDATE {schema}.task AS t SET state = 0, owner = $2
     WHERE t.topic = $1{term} AND t.ctid = ANY (ARRAY({candidates}))
     RETURNING t.sequence, t.identifier, coalesce(t.input, '') AS input),
@@ -192,62 +193,14 @@ held AS (
 SELECT sequence, identifier, input FROM polled
 UNION ALL -- the row of sequence 0 (no task has it) says that the owner is not registered
 SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){marker}`
-	// pollCandidates, {candidates} of a plain poll: the first $3 of both
-	// branches in poll order.
+	// pollCandidates, {candidates} of a poll that is not keyed: the first
+	// {take} of both branches in poll order.
 	pollCandidates = `
         SELECT c.ctid FROM (
             SELECT * FROM ({ready}) AS ready
             UNION ALL
             SELECT * FROM ({due}) AS due) AS c
-        ORDER BY c.sequence {direction} LIMIT $3`
-	// pollUnkeyed, {marker} of a plain poll, runs once the update is done
-	// (UNION ALL reads its branches in turn): a row of sequence -1 says that
-	// the trigger of migration 00011 left a task Ready for its identifier's
-	// limit, so that the topic's next polls should be keyed.
-	pollUnkeyed = `
-UNION ALL
-SELECT -1, '', '' WHERE current_setting('taskrepo.limited', true) = 'identifier:' || $1`
-	// pollKeyedCandidates, {candidates} of a keyed poll, for a topic with a
-	// limit per identifier: the identifiers with a Ready or Active task, one
-	// descent of the topic's keyed index each (a loose index scan), and of
-	// each the earliest Ready tasks in poll order, as many as it has room
-	// for below its limit (a task that waits for its time holds none back);
-	// of those, the first $3 that meet the poll's condition. Its cost grows
-	// with the number of such identifiers, not with their tasks. The
-	// candidates are locked before the update (and its trigger, which takes
-	// the topic's limit lock) claims any, as a plain poll's are: every poll
-	// takes its rows first and the limit lock last, so that none holds the
-	// limit lock while it waits for rows that another poll, waiting for the
-	// limit lock, holds.
-	pollKeyedCandidates = `
-        SELECT l.ctid FROM {schema}.task AS l WHERE l.topic = $1 AND l.ctid = ANY (ARRAY(
-        WITH RECURSIVE keyed (identifier) AS (
-            (SELECT k.identifier FROM {schema}.task AS k
-             WHERE k.topic = $1 AND k.state <= 1 ORDER BY k.identifier LIMIT 1)
-            UNION ALL
-            SELECT (SELECT k.identifier FROM {schema}.task AS k
-                    WHERE k.topic = $1 AND k.state <= 1 AND k.identifier > keyed.identifier
-                    ORDER BY k.identifier LIMIT 1)
-            FROM keyed WHERE keyed.identifier IS NOT NULL),
-        lim AS (SELECT identifier_limit AS n FROM {schema}.task_topic WHERE topic = $1)
-        SELECT r.ctid FROM keyed CROSS JOIN LATERAL (
-            SELECT q.ctid, q.sequence, q.identifier FROM {schema}.task AS q
-            WHERE q.topic = $1 AND q.identifier = keyed.identifier AND q.state = 1
-              AND (q.not_before IS NULL OR q.not_before <= {now})
-            ORDER BY q.sequence {direction}
-            LIMIT greatest(0, (SELECT n FROM lim) - (
-                SELECT count(*) FROM (SELECT FROM {schema}.task AS a
-                                      WHERE a.topic = $1 AND a.identifier = keyed.identifier AND a.state = 0
-                                      LIMIT (SELECT n FROM lim)) AS a))) AS r
-        WHERE EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
-        ORDER BY r.sequence {direction} LIMIT $3))
-        FOR UPDATE OF l{skip}`
-	// pollKeyed, {marker} of a keyed poll: a row of sequence -2 says that
-	// the topic has no limit per identifier (any more), so that its polls
-	// should be plain again.
-	pollKeyed = `
-UNION ALL
-SELECT -2, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1 AND identifier_limit IS NOT NULL)`
+        ORDER BY c.sequence {direction} LIMIT {take}`
 	// pollTerm, {term} of pollTemplate in a poll under a term ({number}:
 	// its parameter), lets the update claim only while the term is this
 	// owner's and current at the statement, and locks the term's row FOR
@@ -267,7 +220,7 @@ SELECT -2, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_topic WHERE topic 
                 SELECT r.ctid, r.sequence FROM {schema}.task AS r
                 WHERE r.topic = $1 AND r.state = 1 AND {which}
                   AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
-                ORDER BY {order} LIMIT $3
+                ORDER BY {order} LIMIT {take}
                 FOR UPDATE OF r{skip}`
 	pollReady      = `r.not_before IS NULL`
 	pollReadyOrder = `r.sequence {direction}`
@@ -544,7 +497,7 @@ type queries struct {
 	push, admitted                                 [4]string // by Insertion; admitted: into a topic with a capacity
 	pushOne, pushOneAlone, pushSequences, admit    string
 	admittedOne                                    string
-	poll, pollTermed                               [2][2][2]string // plain / keyed, by Order, then unconditional / conditional
+	poll, pollTermed                               [3][2][2]string // by pollMode, by Order, then unconditional / conditional
 	complete, completeOne, release                 string
 	completeFaults, revivableFaults, readyFaults   string
 	deferTasks, nextDue                            string
@@ -590,29 +543,7 @@ func newQueries(schema string, exclusive bool) queries {
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
 	q.admittedOne = sub(admittedPush(pushOne))
 	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
-	branch := func(which, order string) string {
-		return strings.NewReplacer("{which}", which, "{order}", order).Replace(pollBranch)
-	}
-	plain := strings.NewReplacer("{candidates}", pollCandidates, "{marker}", pollUnkeyed).Replace(pollTemplate)
-	plain = strings.NewReplacer("{ready}", branch(pollReady, pollReadyOrder),
-		"{due}", branch(pollDue, pollDueOrder)).Replace(plain)
-	keyed := strings.NewReplacer("{candidates}", pollKeyedCandidates, "{marker}", pollKeyed).Replace(pollTemplate)
-	for k, poll := range [2]string{plain, keyed} {
-		for _, o := range []struct {
-			order              taskapi.Order
-			direction, earlier string
-		}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
-			singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
-			q.poll[k][o.order][0] = v(poll, "{condition}", "", "{direction}", o.direction, "{term}", "")
-			q.poll[k][o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction, "{term}", "")
-			// The term's number follows the arguments of the poll: $4, or $5
-			// after the blocking states of a conditional poll.
-			q.pollTermed[k][o.order][0] = v(poll, "{condition}", "", "{direction}", o.direction,
-				"{term}", strings.ReplaceAll(pollTerm, "{number}", "$4"))
-			q.pollTermed[k][o.order][1] = v(poll, "{condition}", singular, "{direction}", o.direction,
-				"{term}", strings.ReplaceAll(pollTerm, "{number}", "$5"))
-		}
-	}
+	q.poll, q.pollTermed = pollStatements(v)
 	q.complete = v(complete, "{match}", matchActive)
 	q.completeOne = sub(completeOne)
 	q.release = v(release, "{match}", strings.ReplaceAll(matchActive, "$6", "$4"))
@@ -646,4 +577,58 @@ func newQueries(schema string, exclusive bool) queries {
 	q.results, q.resolveFollowing, q.resolvePreceding = sub(results), sub(resolveFollowing), sub(resolvePreceding)
 	q.ready = newReadyQueries(sub)
 	return q
+}
+
+// The modes of a poll statement: plain for a topic without limits, limited
+// for one with an Active limit alone, keyed for one with a limit per
+// identifier (see limits.go).
+type pollMode int
+
+const (
+	plainPoll pollMode = iota
+	limitedPoll
+	keyedPoll
+)
+
+// pollStatements returns the poll statements of every mode, order and
+// condition, without a term and under one, their placeholders filled by v.
+func pollStatements(v func(string, ...string) string) (polls, termed [3][2][2]string) {
+	branch := func(template, which, order, due string) string {
+		return strings.NewReplacer("{which}", which, "{order}", order, "{due}", due).Replace(template)
+	}
+	ready, due := branch(pollBranch, pollReady, pollReadyOrder, ""), branch(pollBranch, pollDue, pollDueOrder, "")
+	walkReady := branch(keyedWalk, pollReady, pollReadyOrder, "false")
+	walkDue := branch(keyedWalk, pollDue, pollDueOrder, "true")
+	take := "(SELECT n FROM take)"
+	modes := [3][]string{
+		plainPoll: {"{with}", "", "{candidates}", pollCandidates, "{marker}", plainMarker, "{take}", "$3",
+			"{ready}", ready, "{due}", due},
+		limitedPoll: {"{with}", limitTake, "{candidates}", pollCandidates, "{marker}", limitedMarker,
+			"{take}", take, "{ready}", ready, "{due}", due},
+		keyedPoll: {"{with}", limitTake, "{candidates}", keyedCandidates, "{marker}", limitedMarker,
+			"{take}", take, "{ready}", walkReady, "{due}", walkDue},
+	}
+	active := func(identifier string) string { return strings.ReplaceAll(keyedActive, "{identifier}", identifier) }
+	for mode, pairs := range modes {
+		// Three times: the candidates bring the branches, which bring {take}.
+		r := strings.NewReplacer(pairs...)
+		poll := strings.NewReplacer("{activeOf:keyed}", active("keyed.identifier"),
+			"{activeOf:r}", active("r.identifier")).Replace(r.Replace(r.Replace(r.Replace(pollTemplate))))
+		for _, o := range []struct {
+			order              taskapi.Order
+			direction, earlier string
+		}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
+			singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
+			for c, condition := range []string{"", singular} {
+				// The term's number follows the arguments of the poll: $4,
+				// or $5 after the blocking states of a conditional poll.
+				term := strings.ReplaceAll(pollTerm, "{number}", fmt.Sprintf("$%d", 4+c))
+				fill := func(term string) string {
+					return v(poll, "{condition}", condition, "{direction}", o.direction, "{earlier}", o.earlier, "{term}", term)
+				}
+				polls[mode][o.order][c], termed[mode][o.order][c] = fill(""), fill(term)
+			}
+		}
+	}
+	return polls, termed
 }

@@ -45,7 +45,7 @@ type Repository struct {
 	incarnation string
 	wake        *wakeUps  // which pushes notify their topic's channel
 	capped      sync.Map  // topics found with a capacity: their pushes go through admit at once
-	keyed       sync.Map  // topics found with a limit per identifier: their polls are keyed
+	limited     sync.Map  // topics found with limits: the pollMode of their polls
 	collation   collation // whether the database sorts by code point (find.go)
 }
 

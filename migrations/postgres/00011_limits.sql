@@ -7,19 +7,24 @@
 -- - The partition of a topic with a limit has a trigger on the update that
 --   makes a task Active (Ready to Active: a poll, and only a poll). It takes
 --   the topic's limit lock (an advisory lock held until the poll's
---   transaction ends), so that the polls of one topic claim in turn, then
+--   transaction ends), so that the claims of one topic take turns, then
 --   counts the topic's Active tasks, and those of the task's identifier, in
---   statements of their own: each sees every poll committed before, and the
---   rows this poll has claimed so far. A task that would go over a limit
---   stays Ready (the trigger skips its row) and the poll returns fewer
---   tasks. Skipping sets taskrepo.limited to the limit and topic
---   ('active:<topic>', 'identifier:<topic>') until the transaction ends;
---   once the topic is full, the poll's later rows are skipped at once.
+--   statements of their own: each sees every claim committed before, and
+--   the rows this poll has claimed so far. A task that would go over a
+--   limit stays Ready (the trigger skips its row) and the poll returns
+--   fewer tasks. The trigger sets taskrepo.limited to 'seen:<topic>' for
+--   the transaction, which tells taskpg's poll that the topic has limits.
+-- - taskpg's polls of a topic it knows has limits take the limit lock
+--   themselves, before the poll statement, and set taskrepo.limited to
+--   'counted:<n>:<topic>': their statement, whose snapshot is taken once
+--   the lock is held, counts exactly what it reads of the topic's row, the
+--   Active limit (n = 1) or both limits (n = 2), and the trigger does not
+--   count that again. The statement ends that trust when it is done.
 -- - A topic with a limit per identifier gets an index of its Ready and
 --   Active tasks by identifier (task_<md5>_keyed): it serves the counts by
 --   identifier and taskpg's keyed poll, which picks its candidates by
---   identifier (those with room, their earliest tasks first), so that the
---   tasks of identifiers at their limit are never walked over.
+--   identifier, so that the tasks of identifiers at their limit are never
+--   walked over.
 -- - Setting, changing or removing a limit (an update of task_topic) adds or
 --   drops the trigger and the index, with the rights of the role that
 --   migrated; destroying the topic drops its partition and both with it.
@@ -35,21 +40,24 @@ ALTER TABLE task_topic
 -- +goose StatementBegin
 CREATE FUNCTION task_limited() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    held    text := current_setting('taskrepo.limited', true);
+    held    text := coalesce(current_setting('taskrepo.limited', true), '');
+    counted boolean := held = 'counted:1:' || NEW.topic; -- the Active limit
     limits  record;
     active  bigint;
 BEGIN
-    IF held = 'active:' || NEW.topic THEN
-        RETURN NULL;
+    IF held = 'counted:2:' || NEW.topic THEN -- both limits
+        RETURN NEW;
+    END IF;
+    IF NOT counted THEN
+        PERFORM set_config('taskrepo.limited', 'seen:' || NEW.topic, true);
     END IF;
     PERFORM pg_advisory_xact_lock(1952543598, hashtext(TG_TABLE_SCHEMA || '.' || NEW.topic));
     EXECUTE format('SELECT active_limit, identifier_limit FROM %I.task_topic WHERE topic = $1', TG_TABLE_SCHEMA)
         INTO limits USING NEW.topic;
-    IF limits.active_limit IS NOT NULL THEN
+    IF limits.active_limit IS NOT NULL AND NOT counted THEN
         EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I WHERE state = 0 LIMIT $1) AS a',
             TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO active USING limits.active_limit;
         IF active >= limits.active_limit THEN
-            PERFORM set_config('taskrepo.limited', 'active:' || NEW.topic, true);
             RETURN NULL;
         END IF;
     END IF;
@@ -57,7 +65,6 @@ BEGIN
         EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I WHERE identifier = $1 AND state = 0 LIMIT $2) AS a',
             TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO active USING NEW.identifier, limits.identifier_limit;
         IF active >= limits.identifier_limit THEN
-            PERFORM set_config('taskrepo.limited', 'identifier:' || NEW.topic, true);
             RETURN NULL;
         END IF;
     END IF;

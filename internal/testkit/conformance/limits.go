@@ -211,7 +211,11 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["ConcurrentPollersNeverExceedThem"] = func(t *testing.T) {
 		l := limitsOf(setup(t, b, topic))
-		const active, perKey, keys, owners, perOwner = 5, 2, 10, 4, 4
+		const active, perKey, keys = 5, 2, 10
+		owners, perOwner := 4, 4
+		if b.Exclusive { // one consumer alone: pollers wait for each other's rows
+			owners, perOwner = 2, 1
+		}
 		l.set(topic, taskapi.Limits{Active: active, PerIdentifier: perKey})
 		cs := make([]taskapi.Creation, 400)
 		for i := range cs {
@@ -247,10 +251,16 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 		})
 		for o := range owners {
 			repo := l.owner(fmt.Sprintf("owner-%d", o))
-			for range perOwner {
+			for g := range perOwner {
+				// Pollers of both orders and several sizes, so that
+				// concurrent polls do not all look at the same first tasks.
+				order, size := taskapi.FIFO, 1+(o+g)%4
+				if g%2 == 1 {
+					order = taskapi.LIFO
+				}
 				pollers.Go(func() {
 					for done.Load() < int64(len(cs)) && !failed.Load() {
-						tasks, err := repo.Poll(l.ctx, l.db, topic, 3)
+						tasks, err := repo.Poll(l.ctx, l.db, topic, size, order)
 						if err != nil && !errors.Is(err, taskapi.ErrConflict) {
 							failed.Store(true)
 							errs <- err
