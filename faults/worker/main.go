@@ -13,9 +13,10 @@
 // ignore its context while it works, as one stuck in a call does, so that
 // it always attempts its completion. -poison names an input whose task
 // makes the process exit at once with status 3 (after "ready"), as a
-// handler that crashes its process does. -size, -inflight and -revive
-// set the poll's size, the batches in flight at most (0: no limit) and
-// whether the keeper rescues expired tasks (WithRevival).
+// handler that crashes its process does. -size, -inflight, -pollers and
+// -revive set the poll's size, the batches in flight at most (0: no
+// limit), the topic's poll loops and whether the keeper rescues expired
+// tasks (WithRevival).
 package main
 
 import (
@@ -42,6 +43,7 @@ type config struct {
 	report, stubborn       bool
 	poison                 string
 	size, inflight         int
+	pollers                int
 	revive                 bool
 }
 
@@ -58,6 +60,7 @@ func main() {
 	flag.StringVar(&c.poison, "poison", "", "exit with status 3 on a task with this input")
 	flag.IntVar(&c.size, "size", 20, "taskproc.WithSize")
 	flag.IntVar(&c.inflight, "inflight", 0, "batches in flight at most (taskproc.Bounded); 0: no limit")
+	flag.IntVar(&c.pollers, "pollers", 1, "taskproc.WithPollers")
 	flag.BoolVar(&c.revive, "revive", true, "taskproc.WithRevival")
 	flag.Parse()
 	if err := run(c); err != nil {
@@ -86,7 +89,7 @@ func run(c config) error {
 		handler, opts = soak(c.owner, c.work), soakOptions
 	}
 	opts = append(opts, taskproc.WithExpiry(c.expiry), taskproc.WithHeartbeat(c.expiry/8),
-		taskproc.WithPause(20*time.Millisecond), taskproc.WithSize(c.size),
+		taskproc.WithPause(20*time.Millisecond), taskproc.WithSize(c.size), taskproc.WithPollers(c.pollers),
 		taskproc.WithNotifier(taskpg.NewNotifier(pool)))
 	if c.revive {
 		opts = append(opts, taskproc.WithRevival())
