@@ -128,6 +128,16 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	step("SetCapacity of another topic", capacitor.SetCapacity(ctx, db, gone, 1))
 	_, err = capacitor.Capacities(ctx, db)
 	step("Capacities", err)
+	// Every poll below meets limits (a keyed poll, and the trigger of the
+	// limited partition on PostgreSQL), as does the destroyed topic's.
+	regulator, ok := repo.(taskapi.Regulator[Tx])
+	if !ok {
+		t.Fatalf("%T is no taskapi.Regulator", repo)
+	}
+	step("SetLimits", regulator.SetLimits(ctx, db, topic, taskapi.Limits{Active: 1000, PerIdentifier: 100}))
+	step("SetLimits of another topic", regulator.SetLimits(ctx, db, gone, taskapi.Limits{Active: 5}))
+	_, err = regulator.Limits(ctx, db)
+	step("Limits", err)
 	// The activation and the term of the topic that is destroyed below go
 	// with it.
 	activator, ok := repo.(taskapi.Activator[Tx])
@@ -239,6 +249,7 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	_, err = repo.Mark(ctx, db, gone, "s")
 	step("Mark", err)
 	step("SetCapacity to none", capacitor.SetCapacity(ctx, db, topic, 0))
+	step("SetLimits to none", regulator.SetLimits(ctx, db, topic, taskapi.Limits{}))
 	step("PurgeAll", repo.PurgeAll(ctx, db, topic))
 	_, err = repo.Destroy(ctx, db, gone)
 	step("Destroy", err)

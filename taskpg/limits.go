@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -137,6 +138,25 @@ WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
                                   WHERE a.topic = $1 AND a.identifier = {identifier} AND a.state = 0
                                   LIMIT (SELECT k FROM take)) AS a`
 )
+
+// limitFreed wakes the consumers of a topic with limits, in the
+// transaction of a completion (see completing).
+const limitFreed = `SELECT pg_notify($1, $2)`
+
+// completing runs the completion statement of tasks of topic. A completion
+// in a topic that the repository found with limits frees room that
+// consumers waiting at a limit, in any process, could not poll for: it
+// notifies the topic on TasksChannel too, when it commits, so that they
+// poll at once rather than after their pause.
+func (r *Repository) completing(ctx context.Context, db DB, topic, statement string, args []any) (pgconn.CommandTag, error) {
+	if _, limited := r.limited.Load(topic); !limited {
+		return exec(ctx, db, statement, args...)
+	}
+	var tag pgconn.CommandTag
+	err := pipeline(ctx, db, step{sql: statement, args: args, tag: &tag},
+		step{sql: limitFreed, args: []any{TasksChannel(r.plain), topic}})
+	return tag, err
+}
 
 // SetLimits sets the limits of topic; zero Limits removes them. Setting the
 // first limit of a topic, or removing its last, waits for the polls and

@@ -164,7 +164,7 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 		statement, args = r.q.completeOne, []any{topic, los[0], states[0], outputs[0], r.owner}
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		tag, err := exec(ctx, db, statement, args...)
+		tag, err := r.completing(ctx, db, topic, statement, args)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = r.faults(ctx, db, r.q.completeFaults, topic, sequencesOf(los, his), taskapi.ErrNotActive, r.owner)
 		}

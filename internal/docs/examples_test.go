@@ -189,6 +189,14 @@ func modelCapacity(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Reposit
 	}
 }
 
+func modelLimits(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository) error {
+	limits := taskapi.Limits{Active: 50, PerIdentifier: 2} // identifier = tenant
+	if err := repo.SetLimits(ctx, pool, "reports", limits); err != nil {
+		return err
+	}
+	return nil
+}
+
 func processingComposite() (taskproc.Handler, error) {
 	amounts := taskproc.NewKey[map[string]int]("amounts")
 	steps := taskproc.NewComposite[taskpg.DB]().
