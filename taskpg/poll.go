@@ -68,6 +68,11 @@ func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size 
 		return tasks, nil
 	}
 	more, _, err := r.poll(ctx, db, topic, size-len(tasks), p, found)
+	if err != nil && len(tasks) > 0 && scopeOf(db) != inside {
+		// The first poll has committed its tasks, which are the caller's
+		// now; the second changed nothing.
+		return tasks, nil
+	}
 	return append(tasks, more...), err
 }
 
