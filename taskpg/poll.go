@@ -48,32 +48,41 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 
 // pollLimited polls with the statement that the topic's limits call for
 // (see pollMode), as the repository last found them. When a poll finds them
-// other than it thought, it polls once more, with the statement they call
-// for, for the tasks it has yet to take.
+// other than it thought, it polls again, with the statement they call for,
+// for the tasks it has yet to take: a plain poll that met limits polls as
+// limited, and that poll may find a limit per identifier (a third poll,
+// keyed). The repository remembers what it found.
 func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size int, p check.Polling) ([]taskapi.Task, error) {
 	mode := plainPoll
 	if m, ok := r.limited.Load(topic); ok {
 		mode = m.(pollMode)
 	}
-	tasks, found, err := r.poll(ctx, db, topic, size, p, mode)
-	if err != nil || found == mode {
-		return tasks, err
+	var tasks []taskapi.Task
+	for range 3 {
+		more, found, err := r.poll(ctx, db, topic, size-len(tasks), p, mode)
+		if err != nil {
+			if len(tasks) > 0 && scopeOf(db) != inside {
+				// The polls before have committed their tasks, which are
+				// the caller's now; this one changed nothing.
+				return tasks, nil
+			}
+			return nil, err
+		}
+		tasks = append(tasks, more...)
+		if found == mode {
+			break
+		}
+		if found == plainPoll {
+			r.limited.Delete(topic)
+		} else {
+			r.limited.Store(topic, found)
+		}
+		if len(tasks) == size {
+			break
+		}
+		mode = found
 	}
-	if found == plainPoll {
-		r.limited.Delete(topic)
-	} else {
-		r.limited.Store(topic, found)
-	}
-	if len(tasks) == size {
-		return tasks, nil
-	}
-	more, _, err := r.poll(ctx, db, topic, size-len(tasks), p, found)
-	if err != nil && len(tasks) > 0 && scopeOf(db) != inside {
-		// The first poll has committed its tasks, which are the caller's
-		// now; the second changed nothing.
-		return tasks, nil
-	}
-	return append(tasks, more...), err
+	return tasks, nil
 }
 
 // Rows of these sequences, which no task has, are not tasks: the first says
@@ -81,12 +90,16 @@ func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size 
 // (see plainMarker and limitedMarker).
 const (
 	markUnknownOwner = taskapi.Inception
+	markLimited      = -1  // some limit; a limited poll finds out which
 	markModes        = -10 // minus 1 for an Active limit, minus 2 for one per identifier
 )
 
 // modeOf returns the mode of the marker row of sequence s, and whether it
 // is one.
 func modeOf(s int64) (pollMode, bool) {
+	if s == markLimited {
+		return limitedPoll, true
+	}
 	bits := markModes - s
 	switch {
 	case bits < 0 || bits > 3:
