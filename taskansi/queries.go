@@ -331,7 +331,7 @@ type queries struct {
 	results, resolveFollowing, resolvePreceding          string
 	admitTurn, admitCount, admitCountLocking             string
 	admitting, admitCall                                 string
-	limitsOf, pollMarked                                 string
+	limitsOf, pollMarked, limitsGroups                   string
 	limitsHeld                                           [2]string    // plain / latest (see limitsHeld)
 	limitsKeys                                           [2]string    // first page / next pages
 	limitsBranch                                         [2][2]string // by Order, then unconditional / conditional
@@ -407,7 +407,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
 	q.admitTurn, q.admitting, q.admitCall = s(admitTurn), s(admitting), s(admitCall)
 	q.admitCount, q.admitCountLocking = v(admitCount, "{latest}", ""), v(admitCount, "{latest}", d.keep)
-	q.limitsOf, q.pollMarked = s(limitsOf), s(pollMarked)
+	q.limitsOf, q.pollMarked, q.limitsGroups = s(limitsOf), s(pollMarked), s(limitsGroups)
 	q.limitsHeld = [2]string{v(limitsHeld, "{latest}", ""), v(limitsHeld, "{latest}", d.keep)}
 	q.limitsKeys = [2]string{v(limitsKeys, "{from}", ">="), v(limitsKeys, "{from}", ">")}
 	return q
