@@ -82,6 +82,9 @@ WHERE r.topic = ? AND r.state IN (0, 1) AND r.state = 1 AND r.identifier = ?
   AND (r.not_before IS NULL OR r.not_before <= {now})
   AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
 ORDER BY r.sequence {direction} LIMIT ?) AS c`
+	// limitsUnion joins the branches ({branches}) and keeps the first of
+	// their candidates in poll order, at most the poll's size.
+	limitsUnion = `SELECT * FROM ({branches}) AS u ORDER BY sequence {direction} LIMIT ?`
 	// pollMarked marks the candidates Active on PostgreSQL, where the
 	// trigger of a limited topic's partition may leave some of them Ready:
 	// the poll returns the tasks the update returns.
@@ -185,7 +188,7 @@ func (r *Repository) pollLimited(ctx context.Context, tx DB, topic string, size 
 		return nil, nil
 	}
 	if limits.PerIdentifier == 0 {
-		return r.pollCandidates(ctx, tx, topic, size, p.Order, blocking, points)
+		return r.pollPlain(ctx, tx, topic, size, p.Order, blocking, points)
 	}
 	rooms := map[string]int64{}
 	for _, identifier := range held {
@@ -212,8 +215,8 @@ func (r *Repository) pollKeyed(ctx context.Context, tx DB, topic string, size in
 		if len(branches) == 0 {
 			return nil
 		}
-		query := "SELECT * FROM (" + strings.Join(branches, " UNION ALL ") + ") AS u ORDER BY sequence " + direction(order) + " LIMIT ?"
-		found, err := querySequences(ctx, tx, r.expand(query), append(branchArgs, size)...)
+		query := r.expand(r.q.limitsUnion[order], "{branches}", strings.Join(branches, " UNION ALL "))
+		found, err := querySequences(ctx, tx, query, append(branchArgs, size)...)
 		candidates, branches, branchArgs = appendArgs(candidates, found...), nil, nil
 		return err
 	}
@@ -284,12 +287,4 @@ func (r *Repository) lockCandidates(ctx context.Context, tx DB, topic string, si
 	candidates = candidates[:min(len(candidates), size)]
 	query := r.expand(r.q.pollPoints[order], "{list}", marks(len(candidates)))
 	return queryTasks(ctx, tx, query, r.args(slices.Concat([]any{topic}, candidates, []any{now{}})...)...)
-}
-
-// direction is the SQL order of order's sequences.
-func direction(order taskapi.Order) string {
-	if order == taskapi.LIFO {
-		return "DESC"
-	}
-	return "ASC"
 }

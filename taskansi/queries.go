@@ -335,6 +335,7 @@ type queries struct {
 	limitsHeld                                           [2]string    // plain / latest (see limitsHeld)
 	limitsKeys                                           [2]string    // first page / next pages
 	limitsBranch                                         [2][2]string // by Order, then unconditional / conditional
+	limitsUnion                                          [2]string    // by Order
 }
 
 // newQueries returns the queries of d on the tables of schema (quoted; empty
@@ -383,6 +384,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 		q.pollPoints[o.order] = v(pollPoints, "{direction}", o.direction)
 		q.limitsBranch[o.order] = [2]string{v(limitsBranch, "{condition}", "", "{direction}", o.direction),
 			v(limitsBranch, "{condition}", singular, "{direction}", o.direction)}
+		q.limitsUnion[o.order] = v(limitsUnion, "{direction}", o.direction)
 	}
 	q.pollMark, q.pollHold, q.ownerExists = s(pollMark), s(pollHold), s(ownerExists)
 	q.completeLock, q.completeSet, q.releaseSet = s(completeLock), s(completeSet), s(releaseSet)
