@@ -62,6 +62,14 @@ type dialect struct {
 	// not partial (MySQL's task_due), never one by state and sequence,
 	// which would walk over the tasks that wait for their time.
 	dueIndex string
+	// keyedIndex ({keyedIndex}) makes the statements of a poll under
+	// limits that read a topic's tasks by state and identifier read
+	// task_keyed where the planner would walk another index (MySQL).
+	keyedIndex string
+	// groupedKeys: the identifiers of a topic's Ready tasks are read by
+	// GROUP BY, which the dialect reads by a loose index scan (MySQL; see
+	// limitsGroups), rather than by a recursive loose scan.
+	groupedKeys bool
 	// {insert} ... {ignore} inserts a row unless its key exists.
 	insert, ignore string
 	// returning: INSERT ... RETURNING sequence; else the driver's
@@ -180,6 +188,8 @@ var dialects = map[Dialect]*dialect{
 		keep:           " LOCK IN SHARE MODE",
 		primary:        " FORCE INDEX (PRIMARY)",
 		dueIndex:       " FORCE INDEX (task_due)",
+		keyedIndex:     " FORCE INDEX (task_keyed)",
+		groupedKeys:    true,
 		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint
 		insert:         "INSERT IGNORE INTO",
 		locks:          lockRows,
