@@ -80,12 +80,17 @@ func TestACompletionWakesConsumersWaitingAtALimit(t *testing.T) {
 		}
 	}
 	// A loop that polled again at the limit, rather than wait its pause,
-	// would show empty polls here.
+	// would show a poll every round trip here. One is allowed: the
+	// Notifier's wake-up may have come while the first poll ran.
 	time.Sleep(300 * time.Millisecond)
+	polls := 0
 	for len(events) > 0 {
 		if e := <-events; e.Kind == taskproc.EventEmpty || e.Kind == taskproc.EventPolled {
-			t.Fatalf("the consumer polled again while the topic stayed at its limit: %v", e.Kind)
+			polls++
 		}
+	}
+	if polls > 1 {
+		t.Fatalf("the consumer polled %d times more while the topic stayed at its limit", polls)
 	}
 	completion := taskapi.Completion{Task: held[0], Decision: taskapi.Decision{Result: taskapi.Success}}
 	if err := other.Complete(ctx, pool, "t", completion); err != nil {

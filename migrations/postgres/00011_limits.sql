@@ -35,8 +35,9 @@ ALTER TABLE task_topic
     ADD COLUMN identifier_limit bigint CHECK (identifier_limit > 0);
 
 -- 1952543598 is the space of the limit locks (internal/lockkey). The counts
--- run on the partition itself (EXECUTE plans them there), bounded by the
--- limit: at most that many index entries are read.
+-- read the topic's partition through task, as the application role may
+-- (it has no rights on the partitions themselves); EXECUTE plans them for
+-- the topic, and the limit bounds the index entries they read.
 -- +goose StatementBegin
 CREATE FUNCTION task_limited() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -55,15 +56,15 @@ BEGIN
     EXECUTE format('SELECT active_limit, identifier_limit FROM %I.task_topic WHERE topic = $1', TG_TABLE_SCHEMA)
         INTO limits USING NEW.topic;
     IF limits.active_limit IS NOT NULL AND NOT counted THEN
-        EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I WHERE state = 0 LIMIT $1) AS a',
-            TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO active USING limits.active_limit;
+        EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.task WHERE topic = $1 AND state = 0 LIMIT $2) AS a',
+            TG_TABLE_SCHEMA) INTO active USING NEW.topic, limits.active_limit;
         IF active >= limits.active_limit THEN
             RETURN NULL;
         END IF;
     END IF;
     IF limits.identifier_limit IS NOT NULL THEN
-        EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.%I WHERE identifier = $1 AND state = 0 LIMIT $2) AS a',
-            TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO active USING NEW.identifier, limits.identifier_limit;
+        EXECUTE format('SELECT count(*) FROM (SELECT FROM %I.task WHERE topic = $1 AND identifier = $2 AND state = 0 LIMIT $3) AS a',
+            TG_TABLE_SCHEMA) INTO active USING NEW.topic, NEW.identifier, limits.identifier_limit;
         IF active >= limits.identifier_limit THEN
             RETURN NULL;
         END IF;
