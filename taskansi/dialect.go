@@ -62,6 +62,10 @@ type dialect struct {
 	// not partial (MySQL's task_due), never one by state and sequence,
 	// which would walk over the tasks that wait for their time.
 	dueIndex string
+	// keyedIndex ({keyedIndex}) makes the statements of a poll under
+	// limits that read a topic's tasks by state and identifier read
+	// task_keyed where the planner would walk another index (MySQL).
+	keyedIndex string
 	// {insert} ... {ignore} inserts a row unless its key exists.
 	insert, ignore string
 	// returning: INSERT ... RETURNING sequence; else the driver's
@@ -180,6 +184,7 @@ var dialects = map[Dialect]*dialect{
 		keep:           " LOCK IN SHARE MODE",
 		primary:        " FORCE INDEX (PRIMARY)",
 		dueIndex:       " FORCE INDEX (task_due)",
+		keyedIndex:     " FORCE INDEX (task_keyed)",
 		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint
 		insert:         "INSERT IGNORE INTO",
 		locks:          lockRows,

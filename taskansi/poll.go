@@ -57,43 +57,84 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
 }
 
+// poll polls in tx. It reads the topic's limits first; a conditional poll,
+// and on MySQL a poll of a topic with limits, takes the dialect's lock on
+// the topic, so that the polls that count (conditions, limits) take turns.
+// On SQLite the write lock serializes every poll, and on PostgreSQL the
+// trigger of a limited topic's partition takes its own lock (migration
+// 00011).
 func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p check.Polling, points bool) ([]taskapi.Task, error) {
 	if p.Term != nil {
 		if current, err := r.underTerm(ctx, tx, *p.Term); err != nil || !current {
 			return nil, err
 		}
 	}
-	order, condition := p.Order, p.Condition
-	conditional := 0
+	limits, err := r.topicLimits(ctx, tx, topic)
+	if err != nil {
+		return nil, err
+	}
+	limited := limits != taskapi.Limits{}
 	var blocking []any
-	if condition != taskapi.Unconditional {
+	if p.Condition != taskapi.Unconditional {
+		blocking = appendArgs(nil, ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))...)
+	}
+	if blocking != nil || (limited && r.dialect.locks == lockRows) {
 		if err := r.lockPolls(ctx, tx, topic); err != nil {
 			return nil, err
 		}
-		conditional = 1
-		blocking = appendArgs(nil, ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))...)
 	}
-	list := marks(len(blocking))
 	var tasks []taskapi.Task
-	var err error
-	if points {
-		tasks, err = r.pollPoints(ctx, tx, topic, size, order, conditional, blocking)
+	if limited {
+		tasks, err = r.pollLimited(ctx, tx, topic, size, p, blocking, limits, points)
 	} else {
-		query := r.expand(r.q.poll[order][conditional], "{list}", list)
-		tasks, err = queryTasks(ctx, tx, query, r.pollArgs(topic, nil, blocking, size)...)
+		tasks, err = r.pollCandidates(ctx, tx, topic, size, p.Order, blocking, points)
 	}
 	if err != nil || len(tasks) == 0 {
 		return nil, err
 	}
+	return r.mark(ctx, tx, topic, tasks)
+}
+
+// pollCandidates locks up to size candidates of the topic, the first of
+// both branches in poll order (see pollCandidates), or where points by
+// points (see pollPoints); blocking holds the states that block a
+// conditional poll, none for an unconditional one.
+func (r *Repository) pollCandidates(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, blocking []any, points bool) ([]taskapi.Task, error) {
+	conditional := min(len(blocking), 1)
+	if points {
+		return r.pollPoints(ctx, tx, topic, size, order, conditional, blocking)
+	}
+	query := r.expand(r.q.poll[order][conditional], "{list}", marks(len(blocking)))
+	return queryTasks(ctx, tx, query, r.pollArgs(topic, nil, blocking, size)...)
+}
+
+// mark marks the locked candidates Active with this owner and returns those
+// it marked. On PostgreSQL the trigger of a limited topic's partition may
+// leave some Ready (see pollMarked); a poll that took tasks there records
+// that its owner holds tasks in the topic.
+func (r *Repository) mark(ctx context.Context, tx DB, topic string, tasks []taskapi.Task) ([]taskapi.Task, error) {
 	sequences := make([]int64, len(tasks))
 	for i, t := range tasks {
 		sequences[i] = t.Sequence
 	}
-	_, err = tx.ExecContext(ctx, r.expand(r.q.pollMark, "{list}", marks(len(sequences))),
-		appendArgs([]any{r.owner, topic}, sequences...)...)
-	if err == nil && r.dialect.partitioned {
-		_, err = tx.ExecContext(ctx, r.expand(r.q.pollHold), r.owner, topic)
+	args := appendArgs([]any{r.owner, topic}, sequences...)
+	if !r.dialect.partitioned {
+		_, err := tx.ExecContext(ctx, r.expand(r.q.pollMark, "{list}", marks(len(sequences))), args...)
+		return tasks, err
 	}
+	marked, err := querySequences(ctx, tx, r.expand(r.q.pollMarked, "{list}", marks(len(sequences))), args...)
+	if err != nil {
+		return nil, err
+	}
+	kept := make(map[int64]bool, len(marked))
+	for _, s := range marked {
+		kept[s] = true
+	}
+	tasks = slices.DeleteFunc(tasks, func(t taskapi.Task) bool { return !kept[t.Sequence] })
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	_, err = tx.ExecContext(ctx, r.expand(r.q.pollHold), r.owner, topic)
 	return tasks, err
 }
 

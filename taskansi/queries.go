@@ -9,7 +9,7 @@ import (
 // The SQL of every call, written once for all dialects. New substitutes the
 // tokens in braces: {task}, {topic}, {owner}, {hold}, {lock}, {schedule},
 // {analyze} and {admit} by the (qualified) tables and functions, and the dialect's fragments
-// ({now}, {ago}, {greatest}, {skip}, {wait}, {keep}, {primary}, {dueIndex},
+// ({now}, {ago}, {greatest}, {skip}, {wait}, {keep}, {primary}, {dueIndex}, {keyedIndex},
 // {insert}, {ignore}; see dialect). The tokens that remain are filled per
 // call with placeholders: {list}, {states} and {owners} (?, ?, ...),
 // {ranges} (sequence BETWEEN ? AND ? OR ..., or sequence IN (...) where the
@@ -331,6 +331,10 @@ type queries struct {
 	results, resolveFollowing, resolvePreceding          string
 	admitTurn, admitCount, admitCountLocking             string
 	admitting, admitCall                                 string
+	limitsOf, pollMarked                                 string
+	limitsHeld                                           [2]string    // plain / latest (see limitsHeld)
+	limitsKeys                                           [2]string    // first page / next pages
+	limitsBranch                                         [2][2]string // by Order, then unconditional / conditional
 }
 
 // newQueries returns the queries of d on the tables of schema (quoted; empty
@@ -355,7 +359,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 		"{hold}", qualify("task_hold"), "{lock}", qualify("task_lock"), "{schedule}", qualify("task_schedule"),
 		"{analyze}", qualify("task_analyze"), "{admit}", qualify("task_admit"),
 		"{now}", d.now, "{ago}", d.ago, "{greatest}", d.greatest, "{skip}", skip, "{wait}", d.forUpdate,
-		"{keep}", d.keep, "{primary}", d.primary, "{dueIndex}", d.dueIndex, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
+		"{keep}", d.keep, "{primary}", d.primary, "{dueIndex}", d.dueIndex, "{keyedIndex}", d.keyedIndex, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
 	).Replace
 	s := sub
 	v := func(template string, pairs ...string) string {
@@ -377,6 +381,8 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 			q.pollRead[o.order][i] = v(read, "{condition}", condition, "{direction}", o.direction, "{beyond}", o.beyond)
 		}
 		q.pollPoints[o.order] = v(pollPoints, "{direction}", o.direction)
+		q.limitsBranch[o.order] = [2]string{v(limitsBranch, "{condition}", "", "{direction}", o.direction),
+			v(limitsBranch, "{condition}", singular, "{direction}", o.direction)}
 	}
 	q.pollMark, q.pollHold, q.ownerExists = s(pollMark), s(pollHold), s(ownerExists)
 	q.completeLock, q.completeSet, q.releaseSet = s(completeLock), s(completeSet), s(releaseSet)
@@ -401,6 +407,9 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
 	q.admitTurn, q.admitting, q.admitCall = s(admitTurn), s(admitting), s(admitCall)
 	q.admitCount, q.admitCountLocking = v(admitCount, "{latest}", ""), v(admitCount, "{latest}", d.keep)
+	q.limitsOf, q.pollMarked = s(limitsOf), s(pollMarked)
+	q.limitsHeld = [2]string{v(limitsHeld, "{latest}", ""), v(limitsHeld, "{latest}", d.keep)}
+	q.limitsKeys = [2]string{v(limitsKeys, "{from}", ">="), v(limitsKeys, "{from}", ">")}
 	return q
 }
 

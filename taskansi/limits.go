@@ -1,0 +1,268 @@
+package taskansi
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+var _ taskapi.Regulator[DB] = (*Repository)(nil)
+
+// The limits of a topic live in its row of task_topic, NULL for none
+// (migrations: postgres 00011, sqlite 00010, mysql 00008). On PostgreSQL
+// setting them is a plain UPDATE too: the schema's trigger adds or drops the
+// trigger and index of the topic's partition that keep them, for taskpg and
+// taskansi alike.
+const (
+	limitsSet  = `UPDATE {topic} SET active_limit = ?, identifier_limit = ? WHERE topic = ?`
+	limitsRows = `
+SELECT topic, COALESCE(active_limit, 0), COALESCE(identifier_limit, 0) FROM {topic}
+WHERE active_limit IS NOT NULL OR identifier_limit IS NOT NULL`
+)
+
+// What a poll of a topic reads of its limits (see pollLimited). Every
+// statement on the topic's Ready or Active tasks by identifier reads the
+// index task_keyed (topic, state, identifier, sequence), partial WHERE
+// state <= 1 on SQLite (hence the redundant "state <= 1", without which
+// SQLite does not see that the index serves), a key of its own on MySQL
+// ({keyedIndex}); on PostgreSQL the partition of a topic with a limit per
+// identifier has task_<md5>_keyed (identifier, state, sequence).
+const (
+	// limitsOf reads the limits of a topic by its primary key: the one
+	// read that a poll of a topic without limits pays.
+	limitsOf = `SELECT COALESCE(active_limit, 0), COALESCE(identifier_limit, 0) FROM {topic} WHERE topic = ?`
+	// limitsHeld lists the identifiers of the topic's Active tasks, one row
+	// per task: where the polls of the topic took turns, a read that sees
+	// every poll committed before ({latest}: a locking read in a caller's
+	// transaction on MySQL, whose snapshot may be older than the turn).
+	limitsHeld = `SELECT identifier FROM {task}{keyedIndex} WHERE topic = ? AND state <= 1 AND state = 0{latest}`
+	// limitsKeys lists the identifiers of the topic's Ready tasks from the
+	// argument on ({from}: >= for the first page, > after), at most the
+	// last argument of them, one descent of the index each (a loose index
+	// scan): its cost grows with the identifiers, not their tasks. Pages
+	// keep the recursion below MySQL's cte_max_recursion_depth.
+	limitsKeys = `
+WITH RECURSIVE keyed (identifier, n) AS (
+    SELECT (SELECT k.identifier FROM {task} AS k{keyedIndex}
+            WHERE k.topic = ? AND k.state <= 1 AND k.state = 1 AND k.identifier {from} ?
+            ORDER BY k.identifier LIMIT 1), 1
+    UNION ALL
+    SELECT (SELECT k.identifier FROM {task} AS k{keyedIndex}
+            WHERE k.topic = ? AND k.state <= 1 AND k.state = 1 AND k.identifier > keyed.identifier
+            ORDER BY k.identifier LIMIT 1), keyed.n + 1
+    FROM keyed WHERE keyed.identifier IS NOT NULL AND keyed.n < ?)
+SELECT identifier FROM keyed WHERE identifier IS NOT NULL`
+	// limitsBranch is one identifier's candidates: its earliest due Ready
+	// tasks in poll order that meet the poll's condition, at most the last
+	// argument, the room it has below its limit. A statement reads the
+	// branches of many identifiers at once, joined by UNION ALL.
+	limitsBranch = `
+SELECT * FROM (SELECT r.sequence FROM {task} AS r{keyedIndex}
+WHERE r.topic = ? AND r.state <= 1 AND r.state = 1 AND r.identifier = ?
+  AND (r.not_before IS NULL OR r.not_before <= {now})
+  AND EXISTS (SELECT 1 FROM {owner} AS o WHERE o.owner = ?){condition}
+ORDER BY r.sequence {direction} LIMIT ?) AS c`
+	// pollMarked marks the candidates Active on PostgreSQL, where the
+	// trigger of a limited topic's partition may leave some of them Ready:
+	// the poll returns the tasks the update returns.
+	pollMarked = pollMark + ` RETURNING sequence`
+)
+
+const (
+	// keysPage is the most identifiers that a statement of limitsKeys reads.
+	keysPage = 250
+	// branchesPerStatement is the most branches of limitsBranch that one
+	// statement joins: SQLite allows 500 terms in a compound SELECT.
+	branchesPerStatement = 100
+)
+
+// SetLimits sets the limits of topic; zero Limits removes them. It runs in
+// a transaction of its own (a savepoint inside a caller's), since on
+// PostgreSQL it may change the trigger and indexes of the topic's
+// partition, which waits for the polls and pushes of the topic under way: a
+// failure there leaves a caller's transaction usable.
+func (r *Repository) SetLimits(ctx context.Context, db DB, topic string, limits taskapi.Limits) error {
+	if err := check.Limits(topic, limits); err != nil {
+		return wrapf(err, "set the limits of %q", topic)
+	}
+	err := r.retrying(ctx, db, func(db DB) error {
+		return r.atomic(ctx, db, func(tx DB) error {
+			n, err := affected(tx.ExecContext(ctx, r.fleetSQL(limitsSet),
+				nullUnlessPositive(limits.Active), nullUnlessPositive(limits.PerIdentifier), topic))
+			if err == nil && n == 0 {
+				// MySQL counts the rows changed, not the rows found.
+				err = r.mustBeKnown(ctx, tx, topic)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return wrapf(err, "set the limits of %q", topic)
+	}
+	return nil
+}
+
+// Limits returns the limits of every registered topic that has any.
+func (r *Repository) Limits(ctx context.Context, db DB) (map[string]taskapi.Limits, error) {
+	rows, err := db.QueryContext(ctx, r.fleetSQL(limitsRows))
+	if err != nil {
+		return nil, wrapf(err, "read limits")
+	}
+	all := map[string]taskapi.Limits{}
+	err = forEachRow(rows, func(scan func(...any) error) error {
+		var (
+			topic  string
+			limits taskapi.Limits
+		)
+		err := scan(&topic, &limits.Active, &limits.PerIdentifier)
+		all[topic] = limits
+		return err
+	})
+	if err != nil {
+		return nil, wrapf(err, "read limits")
+	}
+	return all, nil
+}
+
+// nullUnlessPositive returns n, or nil (NULL: no limit) for 0.
+func nullUnlessPositive(n int64) any {
+	if n > 0 {
+		return n
+	}
+	return nil
+}
+
+// topicLimits reads the limits of topic in the poll's transaction: none
+// when the topic is not registered.
+func (r *Repository) topicLimits(ctx context.Context, tx DB, topic string) (taskapi.Limits, error) {
+	var l taskapi.Limits
+	err := tx.QueryRowContext(ctx, r.expand(r.q.limitsOf), topic).Scan(&l.Active, &l.PerIdentifier)
+	if errors.Is(err, sql.ErrNoRows) {
+		return taskapi.Limits{}, nil
+	}
+	return l, err
+}
+
+// pollLimited polls a topic with limits, once the polls of the topic take
+// turns (see poll): it counts the topic's Active tasks by identifier, takes
+// no more than the Active limit leaves room for, and under a limit per
+// identifier picks the candidates by identifier (see pollKeyed). On
+// PostgreSQL the trigger of the topic's partition keeps the limits exactly
+// whatever the counts found; elsewhere the turns and counts keep them.
+func (r *Repository) pollLimited(ctx context.Context, tx DB, topic string, size int, p check.Polling, blocking []any, limits taskapi.Limits, points bool) ([]taskapi.Task, error) {
+	latest := 0
+	if points {
+		latest = 1
+	}
+	held, err := queryStrings(ctx, tx, r.expand(r.q.limitsHeld[latest]), topic)
+	if err != nil {
+		return nil, err
+	}
+	if limits.Active > 0 {
+		size = int(min(int64(size), limits.Active-int64(len(held))))
+	}
+	if size <= 0 {
+		return nil, nil
+	}
+	if limits.PerIdentifier == 0 {
+		return r.pollCandidates(ctx, tx, topic, size, p.Order, blocking, points)
+	}
+	rooms := map[string]int64{}
+	for _, identifier := range held {
+		rooms[identifier]--
+	}
+	return r.pollKeyed(ctx, tx, topic, size, p.Order, blocking, limits.PerIdentifier, rooms)
+}
+
+// pollKeyed polls a topic with a limit per identifier: of each identifier
+// with a Ready task (see limitsKeys) and room below its limit (perKey plus
+// rooms, which holds minus its Active tasks), its earliest due Ready tasks
+// in poll order, as many as it has room for; of those the first size in
+// poll order, which it locks by points, skipping those that others locked
+// or took meanwhile. The tasks of identifiers at their limit are never
+// read, however many.
+func (r *Repository) pollKeyed(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, blocking []any, perKey int64, rooms map[string]int64) ([]taskapi.Task, error) {
+	conditional := min(len(blocking), 1)
+	// The branches are bound together, so that PostgreSQL numbers the
+	// placeholders of the whole statement.
+	branch := strings.ReplaceAll(r.q.limitsBranch[order][conditional], "{list}", marks(len(blocking)))
+	var candidates, branchArgs []any
+	var branches []string
+	flush := func() error {
+		if len(branches) == 0 {
+			return nil
+		}
+		query := "SELECT * FROM (" + strings.Join(branches, " UNION ALL ") + ") AS u ORDER BY sequence " + direction(order) + " LIMIT ?"
+		found, err := querySequences(ctx, tx, r.expand(query), append(branchArgs, size)...)
+		candidates, branches, branchArgs = appendArgs(candidates, found...), nil, nil
+		return err
+	}
+	err := r.forEachKey(ctx, tx, topic, func(identifier string) error {
+		room := perKey + rooms[identifier]
+		if room <= 0 {
+			return nil
+		}
+		branches = append(branches, branch)
+		branchArgs = append(branchArgs, r.args(slices.Concat([]any{topic, identifier, now{}, r.owner}, blocking, []any{room})...)...)
+		if len(branches) < branchesPerStatement {
+			return nil
+		}
+		return flush()
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil || len(candidates) == 0 {
+		return nil, err
+	}
+	return r.lockCandidates(ctx, tx, topic, size, order, candidates)
+}
+
+// forEachKey calls fn with each identifier of the topic's Ready tasks, in
+// order, a page of limitsKeys at a time.
+func (r *Repository) forEachKey(ctx context.Context, tx DB, topic string, fn func(identifier string) error) error {
+	from, next := 0, ""
+	for {
+		keys, err := queryStrings(ctx, tx, r.expand(r.q.limitsKeys[from]), topic, next, topic, keysPage)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		if len(keys) < keysPage {
+			return nil
+		}
+		from, next = 1, keys[len(keys)-1]
+	}
+}
+
+// lockCandidates locks the first size of candidates (sequences) in poll
+// order that are still Ready and due, by points, and returns them.
+func (r *Repository) lockCandidates(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, candidates []any) ([]taskapi.Task, error) {
+	slices.SortFunc(candidates, func(a, b any) int {
+		if order == taskapi.LIFO {
+			a, b = b, a
+		}
+		return cmp.Compare(a.(int64), b.(int64))
+	})
+	candidates = candidates[:min(len(candidates), size)]
+	query := r.expand(r.q.pollPoints[order], "{list}", marks(len(candidates)))
+	return queryTasks(ctx, tx, query, r.args(slices.Concat([]any{topic}, candidates, []any{now{}})...)...)
+}
+
+// direction is the SQL order of order's sequences.
+func direction(order taskapi.Order) string {
+	if order == taskapi.LIFO {
+		return "DESC"
+	}
+	return "ASC"
+}
