@@ -51,8 +51,8 @@ more until it is below the limit.`,
 	}
 	// Strings, not numbers, so that a bad value's error says what a limit
 	// must be, as capacity's does.
-	c.Flags().String(activeFlag, "", "the most ACTIVE tasks of the topic at once across the fleet; 0 removes the limit")
-	c.Flags().String(perIdentifierFlag, "", "the most ACTIVE tasks of one identifier of the topic at once across the fleet; 0 removes the limit")
+	c.Flags().String(activeFlag, "", "at most `N` ACTIVE tasks of the topic at once across the fleet; 0 removes the limit")
+	c.Flags().String(perIdentifierFlag, "", "at most `N` ACTIVE tasks of one identifier of the topic at once across the fleet; 0 removes the limit")
 	return c
 }
 

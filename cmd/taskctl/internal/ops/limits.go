@@ -13,13 +13,21 @@ import (
 func LimitsWords(l taskapi.Limits, write func(int64) string) string {
 	switch {
 	case l.Active > 0 && l.PerIdentifier > 0:
-		return fmt.Sprintf("at most %s ACTIVE tasks across the fleet, at most %s per identifier", write(l.Active), write(l.PerIdentifier))
+		return fmt.Sprintf("at most %s across the fleet, at most %s per identifier", activeTasks(l.Active, write), write(l.PerIdentifier))
 	case l.Active > 0:
-		return fmt.Sprintf("at most %s ACTIVE tasks across the fleet", write(l.Active))
+		return fmt.Sprintf("at most %s across the fleet", activeTasks(l.Active, write))
 	case l.PerIdentifier > 0:
-		return fmt.Sprintf("at most %s ACTIVE tasks per identifier across the fleet", write(l.PerIdentifier))
+		return fmt.Sprintf("at most %s per identifier across the fleet", activeTasks(l.PerIdentifier, write))
 	}
 	return ""
+}
+
+// activeTasks writes n ACTIVE tasks: "1 ACTIVE task", "5 ACTIVE tasks".
+func activeTasks(n int64, write func(int64) string) string {
+	if n == 1 {
+		return "1 ACTIVE task"
+	}
+	return write(n) + " ACTIVE tasks"
 }
 
 // LimitsCell writes the limits of a topic in a table cell, with write

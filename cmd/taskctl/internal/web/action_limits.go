@@ -90,7 +90,7 @@ func (s *Server) limitsEffects(topic string, _, to taskapi.Limits) []string {
 		return []string{"Its polls will take any number of tasks."}
 	}
 	active := s.sampler.snapshot().tally.counts[topic][taskapi.Active]
-	lines := []string{fmt.Sprintf("A poll, whatever process sends it, will take fewer tasks, or none, rather than go over them; it had %s ACTIVE at the last count.", num(active))}
+	lines := []string{fmt.Sprintf("Polls of it, whatever process sends them, will take fewer tasks, or none, rather than go over these limits; it had %s ACTIVE at the last count.", num(active))}
 	if to.Active > 0 && active > to.Active {
 		lines = append(lines, "It has more ACTIVE already: they stay ACTIVE, and its polls take none until it is below its limit.")
 	}
