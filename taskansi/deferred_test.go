@@ -18,17 +18,7 @@ import (
 // PostgreSQL. (SQLite has one writer: its transactions take turns.)
 func TestPollsInTransactionsTakeOnlyDueTasks(t *testing.T) {
 	t.Parallel()
-	for dialect, open := range map[taskansi.Dialect]func(t *testing.T) *sql.DB{
-		taskansi.MySQL: func(t *testing.T) *sql.DB { return testdb.MySQL(t) },
-		taskansi.Postgres: func(t *testing.T) *sql.DB {
-			db, err := sql.Open("pgx", testdb.PostgresURL(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			return db
-		},
-	} {
+	for dialect, open := range servers() {
 		t.Run(dialect.String(), func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
@@ -123,4 +113,20 @@ func isSubset(tasks, of []taskapi.Task) bool {
 		}
 	}
 	return true
+}
+
+// servers returns, by dialect, a function that opens a fresh migrated
+// database of each database server: MySQL (or MariaDB) and PostgreSQL.
+func servers() map[taskansi.Dialect]func(t *testing.T) *sql.DB {
+	return map[taskansi.Dialect]func(t *testing.T) *sql.DB{
+		taskansi.MySQL: func(t *testing.T) *sql.DB { return testdb.MySQL(t) },
+		taskansi.Postgres: func(t *testing.T) *sql.DB {
+			db, err := sql.Open("pgx", testdb.PostgresURL(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Close() })
+			return db
+		},
+	}
 }

@@ -66,6 +66,10 @@ type dialect struct {
 	// limits that read a topic's tasks by state and identifier read
 	// task_keyed where the planner would walk another index (MySQL).
 	keyedIndex string
+	// groupedKeys: the identifiers of a topic's Ready tasks are read by
+	// GROUP BY, which the dialect reads by a loose index scan (MySQL; see
+	// limitsGroups), rather than by a recursive loose scan.
+	groupedKeys bool
 	// {insert} ... {ignore} inserts a row unless its key exists.
 	insert, ignore string
 	// returning: INSERT ... RETURNING sequence; else the driver's
@@ -185,6 +189,7 @@ var dialects = map[Dialect]*dialect{
 		primary:        " FORCE INDEX (PRIMARY)",
 		dueIndex:       " FORCE INDEX (task_due)",
 		keyedIndex:     " FORCE INDEX (task_keyed)",
+		groupedKeys:    true,
 		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint
 		insert:         "INSERT IGNORE INTO",
 		locks:          lockRows,

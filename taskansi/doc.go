@@ -115,6 +115,31 @@
 //     topic's Ready tasks stay locked (polls skip them), as does the
 //     topic's row, for which the topic's other pushes wait.
 //
+// # Limits
+//
+// SetLimits bounds the Active tasks of a topic, and of one identifier in it,
+// across every process that polls it (taskapi.Regulator). Each poll reads
+// the topic's limits by its primary key in its transaction, the one read
+// that a topic without limits pays; a poll of a topic with limits counts
+// the topic's Active tasks, takes no more than the limits leave room for,
+// and under a limit per identifier picks its candidates identifier by
+// identifier: the earliest due Ready tasks of each identifier below its
+// limit (a loose scan of the identifiers of the topic's Ready tasks, then a
+// read of each one's earliest), of which the first in poll order, locked by
+// points. It never walks over the tasks of an identifier at its limit.
+//
+//   - Postgres: the trigger of the limited topic's partition keeps the
+//     limits exactly (see migrations.Postgres, 00011), as for taskpg, and
+//     may leave some of the candidates Ready: the poll returns the tasks
+//     its update marked.
+//   - SQLite: the single writer serializes the polls.
+//   - MySQL: the polls of a topic with limits take turns on the topic's
+//     row of task_lock, as conditional polls do, and count after the turn,
+//     under READ COMMITTED; in a caller's transaction the count is a
+//     locking read, since REPEATABLE READ would count from the
+//     transaction's snapshot, and its locks, like the turn, are held until
+//     the caller commits.
+//
 // # Atomicity
 //
 // Each call either succeeds entirely or changes nothing, and a caller's

@@ -106,6 +106,15 @@ func TestSQLitePagesByRareStatesReadTheirIndex(t *testing.T) {
 // sqlitePlanUses fails t unless SQLite's plan of query reads index.
 func sqlitePlanUses(t *testing.T, db *sql.DB, what, query string, args []any, index string) {
 	t.Helper()
+	plan := sqlitePlan(t, db, what, query, args)
+	if !strings.Contains(strings.Join(plan, "\n"), "INDEX "+index+" ") {
+		t.Errorf("%s does not read %s: %s", what, index, strings.Join(plan, "; "))
+	}
+}
+
+// sqlitePlan returns the lines of SQLite's plan of query, and logs them.
+func sqlitePlan(t *testing.T, db *sql.DB, what, query string, args []any) []string {
+	t.Helper()
 	rows, err := db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
@@ -124,81 +133,5 @@ func sqlitePlanUses(t *testing.T, db *sql.DB, what, query string, args []any, in
 		t.Fatalf("%s: %v", what, err)
 	}
 	t.Logf("%s: %s", what, strings.Join(plan, "; ")) // for the record, in -v
-	if !strings.Contains(strings.Join(plan, "\n"), "INDEX "+index+" ") {
-		t.Errorf("%s does not read %s: %s", what, index, strings.Join(plan, "; "))
-	}
-}
-
-func TestPostgresGenericPagesByRareStatesReadTheirIndex(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	db, err := sql.Open("pgx", testdb.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	repo, err := New(Postgres, "plan")
-	if err != nil {
-		t.Fatal(err)
-	}
-	statesLoad(t, db, repo, `generate_series(1, %d)`)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
-		t.Fatal(err)
-	}
-	for _, statistics := range []string{"none", "fresh"} {
-		if statistics == "fresh" {
-			if _, err := conn.ExecContext(ctx, `ANALYZE task`); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for i, f := range statesFiltered {
-			query, args := repo.pageStatement("plan", taskapi.Listing{States: f.states}, taskapi.MaxSequence, 51, taskapi.Backward)
-			genericPages(t, conn, fmt.Sprintf("statistics %s, page of %v", statistics, f.states), query, args, int64(statesFew*len(f.states)))
-			if i == 0 {
-				continue // ACTIVE: counted by no page
-			}
-			query, args = repo.countStatement(taskapi.Total, []string{"plan"}, taskapi.Counting{States: f.states}, taskapi.Unbounded)
-			genericPages(t, conn, fmt.Sprintf("statistics %s, count of %v", statistics, f.states), query, args, int64(len(f.states)))
-		}
-	}
-}
-
-// genericPages prepares query on conn, runs it with args under EXPLAIN
-// ANALYZE from its generic plan, and fails t unless it returned rows rows
-// touching at most statesPages pages.
-func genericPages(t *testing.T, conn *sql.Conn, what, query string, args []any, rows int64) {
-	t.Helper()
-	ctx := t.Context()
-	if _, err := conn.ExecContext(ctx, "PREPARE measured AS "+query); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	defer conn.ExecContext(ctx, "DEALLOCATE measured")
-	values := make([]string, len(args))
-	for i, arg := range args {
-		if s, ok := arg.(string); ok {
-			values[i] = "'" + strings.ReplaceAll(s, "'", "''") + "'"
-		} else {
-			values[i] = fmt.Sprint(arg)
-		}
-	}
-	var plan []byte
-	if err := conn.QueryRowContext(ctx, testdb.ExplainPrefix+"EXECUTE measured ("+strings.Join(values, ", ")+")").Scan(&plan); err != nil {
-		t.Fatalf("%s: explain: %v", what, err)
-	}
-	n, pages, err := testdb.Pages(plan)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Logf("%s: %d rows, %d pages", what, n, pages) // for the record, in -v
-	if n != rows {
-		t.Errorf("%s returned %d rows, want %d", what, n, rows)
-	}
-	if pages > statesPages {
-		t.Errorf("%s touched %d pages among %d tasks, want at most %d: it walks the topic", what, pages, statesMass, statesPages)
-	}
+	return plan
 }

@@ -20,8 +20,11 @@ import (
 // tasks never deferred, in sequence order, and the due deferred ones, in the
 // order of their times, so that the tasks that wait for their time cost
 // nothing (see pollCandidates). A conditional poll first takes the
-// dialect's lock on the topic (see the package documentation). A poll
-// under a term first makes sure of the term (see pollTerm).
+// dialect's lock on the topic (see the package documentation). A poll of a
+// topic with limits (taskapi.Regulator) takes no more than they leave room
+// for and under a limit per identifier picks its candidates by identifier
+// (see pollLimited). A poll under a term first makes sure of the term (see
+// pollTerm).
 func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, opts ...taskapi.PollOption) ([]taskapi.Task, error) {
 	p, run, err := check.Poll(r.owner, topic, size, opts)
 	if !run {
@@ -87,7 +90,7 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p 
 	if limited {
 		tasks, err = r.pollLimited(ctx, tx, topic, size, p, blocking, limits, points)
 	} else {
-		tasks, err = r.pollCandidates(ctx, tx, topic, size, p.Order, blocking, points)
+		tasks, err = r.pollPlain(ctx, tx, topic, size, p.Order, blocking, points)
 	}
 	if err != nil || len(tasks) == 0 {
 		return nil, err
@@ -95,11 +98,11 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p 
 	return r.mark(ctx, tx, topic, tasks)
 }
 
-// pollCandidates locks up to size candidates of the topic, the first of
+// pollPlain locks up to size candidates of the topic, the first of
 // both branches in poll order (see pollCandidates), or where points by
 // points (see pollPoints); blocking holds the states that block a
 // conditional poll, none for an unconditional one.
-func (r *Repository) pollCandidates(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, blocking []any, points bool) ([]taskapi.Task, error) {
+func (r *Repository) pollPlain(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, blocking []any, points bool) ([]taskapi.Task, error) {
 	conditional := min(len(blocking), 1)
 	if points {
 		return r.pollPoints(ctx, tx, topic, size, order, conditional, blocking)

@@ -331,10 +331,11 @@ type queries struct {
 	results, resolveFollowing, resolvePreceding          string
 	admitTurn, admitCount, admitCountLocking             string
 	admitting, admitCall                                 string
-	limitsOf, pollMarked                                 string
+	limitsOf, pollMarked, limitsGroups                   string
 	limitsHeld                                           [2]string    // plain / latest (see limitsHeld)
 	limitsKeys                                           [2]string    // first page / next pages
 	limitsBranch                                         [2][2]string // by Order, then unconditional / conditional
+	limitsUnion                                          [2]string    // by Order
 }
 
 // newQueries returns the queries of d on the tables of schema (quoted; empty
@@ -383,6 +384,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 		q.pollPoints[o.order] = v(pollPoints, "{direction}", o.direction)
 		q.limitsBranch[o.order] = [2]string{v(limitsBranch, "{condition}", "", "{direction}", o.direction),
 			v(limitsBranch, "{condition}", singular, "{direction}", o.direction)}
+		q.limitsUnion[o.order] = v(limitsUnion, "{direction}", o.direction)
 	}
 	q.pollMark, q.pollHold, q.ownerExists = s(pollMark), s(pollHold), s(ownerExists)
 	q.completeLock, q.completeSet, q.releaseSet = s(completeLock), s(completeSet), s(releaseSet)
@@ -407,7 +409,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
 	q.admitTurn, q.admitting, q.admitCall = s(admitTurn), s(admitting), s(admitCall)
 	q.admitCount, q.admitCountLocking = v(admitCount, "{latest}", ""), v(admitCount, "{latest}", d.keep)
-	q.limitsOf, q.pollMarked = s(limitsOf), s(pollMarked)
+	q.limitsOf, q.pollMarked, q.limitsGroups = s(limitsOf), s(pollMarked), s(limitsGroups)
 	q.limitsHeld = [2]string{v(limitsHeld, "{latest}", ""), v(limitsHeld, "{latest}", d.keep)}
 	q.limitsKeys = [2]string{v(limitsKeys, "{from}", ">="), v(limitsKeys, "{from}", ">")}
 	return q

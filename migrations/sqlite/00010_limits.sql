@@ -12,7 +12,7 @@
 -- +goose Up
 ALTER TABLE task_topic ADD COLUMN active_limit INTEGER CHECK (active_limit > 0);
 ALTER TABLE task_topic ADD COLUMN identifier_limit INTEGER CHECK (identifier_limit > 0);
-CREATE INDEX task_keyed ON task (topic, state, identifier, sequence) WHERE state <= 1;
+CREATE INDEX task_keyed ON task (topic, state, identifier, sequence) WHERE state IN (0, 1);
 
 -- +goose Down
 DROP INDEX task_keyed;
