@@ -21,7 +21,7 @@ import (
 
 // Every command that changes something records it in the database's
 // audit log (taskapi.Auditor) through audited, once it ran: topic init,
-// destroy, pause, resume, drain and capacity; revive, reassign, defer and purge;
+// destroy, pause, resume, drain, capacity and limits; revive, reassign, defer and purge;
 // owners purge and expire. Reads and pushes (the producers' work) record
 // nothing.
 
@@ -32,7 +32,7 @@ const cliOrigin = "cli"
 type change struct {
 	cmd     *cobra.Command
 	topics  []string       // the topics named as arguments, if any
-	args    map[string]any // the other arguments that are parameters (capacity's N), by name
+	args    map[string]any // the other arguments that are parameters (capacity's N, limits' flags), by name
 	bound   string         // what bounded the change: the sequences confirmed, say
 	changed int64          // tasks changed, or topics, or owners
 	outcome string         // what it said it did
@@ -77,7 +77,9 @@ func changeParams(c change) string {
 	}
 	maps.Copy(params, c.args)
 	c.cmd.Flags().Visit(func(f *pflag.Flag) {
-		if unrecorded[f.Name] {
+		// An argument read from a flag (limits' --active) is recorded as
+		// the value it was read as, not as the text given.
+		if _, read := c.args[f.Name]; read || unrecorded[f.Name] {
 			return
 		}
 		if list, ok := f.Value.(pflag.SliceValue); ok {

@@ -75,6 +75,12 @@ func TestBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"capacity too many arguments", "", exitUsage, "accepts between 1 and 2 arg(s)", []string{"topic", "capacity", "orders", "1", "2"}},
 		{"capacity unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "capacity", "nope", "5"}},
 		{"capacity of unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "capacity", "nope"}},
+		{"limits negative", "", exitUsage, `--active "-1": give a whole number of ACTIVE tasks, at least 1, or 0 to remove the limit`, []string{"topic", "limits", "orders", "--active", "-1"}},
+		{"limits not a number", "", exitUsage, `--per-identifier "two": give a whole number of ACTIVE tasks`, []string{"topic", "limits", "orders", "--active", "5", "--per-identifier", "two"}},
+		{"limits empty", "", exitUsage, `--active "": give a whole number`, []string{"topic", "limits", "orders", "--active", ""}},
+		{"limits without a topic", "", exitUsage, "accepts 1 arg(s), received 0", []string{"topic", "limits"}},
+		{"limits unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "limits", "nope", "--active", "5"}},
+		{"limits of unknown topic", "", exitNotFound, `unknown topic "nope"`, []string{"topic", "limits", "nope"}},
 		{"results reversed", "", exitUsage, "--since is after --until", []string{"results", "--since", "1h", "--until", "2h"}},
 	}
 	for _, c := range cases {

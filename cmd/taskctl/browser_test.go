@@ -151,6 +151,33 @@ func browseCapacity(b *tab, base string, s store) {
 	})
 }
 
+// browseLimits sets the limits of orders through its button, the form
+// that asks for them and the confirmation, waits for the topic page to
+// show them, and removes them again so that the later steps' polls take
+// what they ask.
+func browseLimits(b *tab, base string, s store) {
+	t := b.t
+	b.open(base + "/topic?topic=orders")
+	b.click(`p.actions a.button[href^="/action/limits"]`)
+	b.set(`input[name=active]`, "5")
+	b.set(`input[name=per_identifier]`, "2")
+	b.click(`form.filter button`)
+	words := "at most 5 ACTIVE tasks across the fleet, at most 2 per identifier"
+	if out := confirm(b, "no limits → "+words); !strings.Contains(out, "has "+words) {
+		t.Errorf("limits says %q", out)
+	}
+	if l, _ := s.Limits(t.Context()); l["orders"] != (taskapi.Limits{Active: 5, PerIdentifier: 2}) {
+		t.Errorf("after setting the limits: %v", l)
+	}
+	b.until("the topic page shows the limits", func() bool {
+		b.open(base + "/topic?topic=orders")
+		return slices.Contains(b.texts("dl.figures dd"), "5 / 2 per id")
+	})
+	if err := s.SetLimits(t.Context(), "orders", taskapi.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // confirm clicks the confirmation's button after checking that it says
 // want, and returns the result page's text.
 func confirm(b *tab, want string) string {
@@ -176,6 +203,7 @@ func browseActions(b *tab, base string, s store, orders []int64) {
 		t.Errorf("after pause: %v", a)
 	}
 	browseCapacity(b, base, s)
+	browseLimits(b, base, s)
 
 	b.open(base + "/topic?topic=orders&state=FAILED")
 	b.tick(`table.tasks tbody tr:nth-child(1) input[name=seq]`)

@@ -31,7 +31,7 @@ pushes until consumers take it below its capacity.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				return a.showCapacity(cmd, args[0])
+				return showSetting(a, cmd, args[0], capacitySetting)
 			}
 			return a.setCapacity(cmd, args[0], args[1])
 		},
@@ -60,17 +60,17 @@ type capacityReport struct {
 	Capacity *int64 `json:"capacity"`
 }
 
-// showCapacity prints the capacity of topic.
-func (a *app) showCapacity(cmd *cobra.Command, topic string) error {
-	s, err := a.openTopics(cmd.Context(), topic)
-	if err != nil {
-		return err
-	}
-	capacities, err := s.Capacities(cmd.Context())
-	if err != nil {
-		return fmt.Errorf("read the capacity of %q: %w", topic, err)
-	}
-	return a.reportCapacity(topic, capacities[topic])
+// capacitySetting is the capacity of a topic, for showSetting and
+// changeSetting.
+var capacitySetting = setting[int64]{
+	what: capacityArg,
+	read: store.Capacities,
+	set:  store.SetCapacity,
+	text: capacityText,
+	report: func(topic string, capacity int64) any {
+		return capacityReport{Topic: topic, Capacity: optional(capacity)}
+	},
+	args: func(capacity int64) map[string]any { return map[string]any{capacityArg: capacity} },
 }
 
 // setCapacity sets the capacity of topic to the number given, 0 removing
@@ -80,25 +80,7 @@ func (a *app) setCapacity(cmd *cobra.Command, topic, given string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.openTopics(cmd.Context(), topic)
-	if err != nil {
-		return err
-	}
-	if err := s.SetCapacity(cmd.Context(), topic, capacity); err != nil {
-		return err // a failed SetCapacity changed nothing: nothing to audit
-	}
-	a.audited(s, change{cmd: cmd, topics: []string{topic}, args: map[string]any{capacityArg: capacity},
-		changed: 1, outcome: capacityText(topic, capacity)}, nil)
-	return a.reportCapacity(topic, capacity)
-}
-
-// reportCapacity prints the capacity of topic, as set or as read.
-func (a *app) reportCapacity(topic string, capacity int64) error {
-	if a.json {
-		return a.printJSON(capacityReport{Topic: topic, Capacity: optionalCapacity(capacity)})
-	}
-	a.printf("%s\n", capacityText(topic, capacity))
-	return nil
+	return changeSetting(a, cmd, topic, capacitySetting, func(int64) int64 { return capacity })
 }
 
 // capacityText says the capacity of topic in words.

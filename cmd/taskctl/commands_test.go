@@ -330,6 +330,88 @@ func TestTopicCapacity(t *testing.T) {
 	}
 }
 
+// TestTopicLimits sets, shows and removes a topic's limits on each
+// backend whose repository has limits: a flag not given keeps its limit,
+// topic list and --json show them, each change is audited with both
+// limits, and polls of every owner take no more than they allow.
+func TestTopicLimits(t *testing.T) {
+	for _, b := range backends(true) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			db := b.url(t)
+			must(t, db, "topic", "init", "orders", "other")
+			n := len(cliAudit(t, db))
+			if out := must(t, db, "topic", "limits", "orders"); !strings.Contains(out, "orders has no limits: its polls take any number of tasks") {
+				t.Errorf("topic limits of a topic without any: %q", out)
+			}
+			wantLimitsSaid(t, db, "orders: at most 5 ACTIVE tasks across the fleet, at most 2 per identifier", "--active", "5", "--per-identifier", "2")
+			n = wantCLIAudited(t, db, n, "topic limits", 1, `"topic":["orders"]`, `"active":5`, `"per-identifier":2`)
+			wantLimitsSaid(t, db, "orders: at most 5 ACTIVE tasks across the fleet\n", "--per-identifier", "0")
+			n = wantCLIAudited(t, db, n, "topic limits", 1, `"active":5`, `"per-identifier":0`)
+			if got := decode[limitsReport](t, must(t, db, "topic", "limits", "orders", "--json")); got.Topic != "orders" || got.Active == nil || *got.Active != 5 || got.PerIdentifier != nil {
+				t.Errorf("topic limits orders --json: %+v", got)
+			}
+			wantLimitsSaid(t, db, "orders: at most 2 ACTIVE tasks across the fleet, at most 1 per identifier", "--per-identifier", "1", "--active", "2")
+			n = wantCLIAudited(t, db, n, "topic limits", 1, `"active":2`, `"per-identifier":1`)
+			wantListedLimits(t, db, map[string]taskapi.Limits{"orders": {Active: 2, PerIdentifier: 1}})
+			if text := must(t, db, "topic", "list"); !strings.Contains(text, "LIMITS") || !strings.Contains(text, "2 / 1 per id") || !strings.Contains(text, "other   RUNNING     -         -") {
+				t.Errorf("topic list does not show the limits:\n%s", text)
+			}
+			wantLimitsObeyed(t, db)
+			wantLimitsSaid(t, db, "orders has no limits", "--active", "0", "--per-identifier", "0")
+			wantCLIAudited(t, db, n, "topic limits", 1, `"active":0`, `"per-identifier":0`)
+			wantListedLimits(t, db, map[string]taskapi.Limits{})
+		})
+	}
+}
+
+// wantLimitsSaid sets the limits of orders with flags and fails t unless
+// taskctl says want of them.
+func wantLimitsSaid(t testing.TB, db, want string, flags ...string) {
+	t.Helper()
+	if out := must(t, db, append([]string{"topic", "limits", "orders"}, flags...)...); !strings.Contains(out, want) {
+		t.Errorf("topic limits orders %s: %q, want %q in it", strings.Join(flags, " "), out, want)
+	}
+}
+
+// wantLimitsObeyed polls orders, limited to 2 ACTIVE tasks and 1 per
+// identifier, as two owners: the first takes the first task of each of
+// two identifiers, the second none.
+func wantLimitsObeyed(t testing.TB, db string) {
+	t.Helper()
+	must(t, db, "push", "-t", "orders", "a", "a", "b", "c")
+	if got := pollUpTo(t, db, "owner-1", "orders", 10, nil); len(got) != 2 || got[0].Identifier != "a" || got[1].Identifier != "b" {
+		t.Errorf("the first poll under the limits took %+v, want the first a and b", got)
+	}
+	if got := pollUpTo(t, db, "owner-2", "orders", 10, nil); len(got) != 0 {
+		t.Errorf("another owner's poll at the limits took %d tasks", len(got))
+	}
+	wantStates(t, db, "orders", map[string]int64{"ACTIVE": 2, "READY": 2})
+}
+
+// wantListedLimits fails t unless topic list --json gives each topic the
+// limits of want, and nulls to the others.
+func wantListedLimits(t testing.TB, db string, want map[string]taskapi.Limits) {
+	t.Helper()
+	got := map[string]taskapi.Limits{}
+	for _, r := range decode[[]topicRow](t, must(t, db, "topic", "list", "--json")) {
+		if l := (taskapi.Limits{Active: deref(r.Limits.Active), PerIdentifier: deref(r.Limits.PerIdentifier)}); l != (taskapi.Limits{}) {
+			got[r.Topic] = l
+		}
+	}
+	if !mapsEqual(got, want) {
+		t.Errorf("topic list --json: limits %v, want %v", got, want)
+	}
+}
+
+// deref is *n, 0 for nil.
+func deref(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
+}
+
 // wantListedCapacities fails t unless topic list --json gives each topic
 // the capacity of want, and null to the others.
 func wantListedCapacities(t testing.TB, db string, want map[string]int64) {

@@ -150,6 +150,106 @@ func TestServeCapacity(t *testing.T) {
 	}
 }
 
+// TestServeLimits sets and removes a topic's limits through the dashboard
+// on SQLite and PostgreSQL, as TestServeCapacity does its capacity: the
+// confirmation asks for the limits and says what would change, a limit
+// not given is kept, the overview and the topic page show them, each
+// change is audited, bad values are refused, and a POST after someone
+// else changed the limits since the confirmation changes nothing.
+func TestServeLimits(t *testing.T) {
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			seedDashboard(t, d.store, "orders")
+			br := newBrowser(t, d.url)
+			if page := br.page("/topic?topic=orders"); !strings.Contains(page, `href="/action/limits?topic=orders"`) || !strings.Contains(page, "<dt>Limits</dt><dd>-</dd>") {
+				t.Errorf("the topic page offers no limits action, or shows limits:\n%s", page)
+			}
+			if choose := br.page("/action/limits?topic=orders"); !strings.Contains(choose, `name="active"`) || !strings.Contains(choose, `name="per_identifier"`) {
+				t.Errorf("the limits action without limits does not ask for them:\n%s", choose)
+			}
+			done := act(t, br, "/action/limits?topic=orders&active=1000&per_identifier=2", "no limits → at most 1,000 ACTIVE tasks across the fleet, at most 2 per identifier")
+			if !strings.Contains(done, "had no limits and has at most 1,000 ACTIVE tasks across the fleet, at most 2 per identifier") {
+				t.Errorf("the result page does not say what changed:\n%s", done)
+			}
+			wantLimits(t, d.store, map[string]taskapi.Limits{"orders": {Active: 1000, PerIdentifier: 2}})
+			n := wantAudited(t, d.store, 0, "local", "dashboard", "limits", 1, `"topic":["orders"]`, `"active":["1000"]`, `"per_identifier":["2"]`)
+			waitFor(t, "the overview and the topic page show the limits", func() bool {
+				return strings.Contains(br.page("/"), `<td class="num">1,000 / 2 per id</td>`) &&
+					strings.Contains(br.page("/topic?topic=orders"), "<dt>Limits</dt><dd>1,000 / 2 per id</dd>")
+			})
+			if page := br.page("/action/limits?topic=orders&active=1000"); !strings.Contains(page, "Nothing would change") || strings.Contains(page, `id="confirm"`) {
+				t.Errorf("setting the limits the topic has offers to confirm:\n%s", page)
+			}
+			wantLimitsRefused(t, br, d.store)
+			act(t, br, "/action/limits?topic=orders&per_identifier=0", "at most 1,000 ACTIVE tasks across the fleet, at most 2 per identifier → at most 1,000 ACTIVE tasks across the fleet")
+			wantLimits(t, d.store, map[string]taskapi.Limits{"orders": {Active: 1000}})
+			n = wantAudited(t, d.store, n, "local", "dashboard", "limits", 1, `"active":["1000"]`, `"per_identifier":["0"]`)
+
+			// Another operator sets the limits between the confirmation and
+			// its POST: the POST leaves them as they set them.
+			confirm := br.page("/action/limits?topic=orders&active=20")
+			if err := d.store.SetLimits(t.Context(), "orders", taskapi.Limits{Active: 1000, PerIdentifier: 3}); err != nil {
+				t.Fatal(err)
+			}
+			if r := br.post("/action/limits", confirmForm(t, confirm)); r.status != http.StatusOK || !strings.Contains(r.body, "skipped") {
+				t.Errorf("POST after the limits changed: %d, want 200 saying it skipped:\n%s", r.status, r.body)
+			}
+			wantLimits(t, d.store, map[string]taskapi.Limits{"orders": {Active: 1000, PerIdentifier: 3}})
+			n = wantAudited(t, d.store, n, "local", "dashboard", "limits", 0, `"active":["20"]`)
+			act(t, br, "/action/limits?topic=orders&active=0&per_identifier=0", "→ no limits")
+			wantLimits(t, d.store, map[string]taskapi.Limits{})
+			wantAudited(t, d.store, n, "local", "dashboard", "limits", 1, `"active":["0"]`, `"per_identifier":["0"]`)
+		})
+	}
+}
+
+// wantLimitsRefused sends limits that must be refused: bad values, an
+// unknown topic, a POST without the CSRF value or without the limits its
+// confirmation showed; the limits stay 1000 and 2, and nothing is
+// audited.
+func wantLimitsRefused(t *testing.T, br *browser, s store) {
+	t.Helper()
+	before := len(auditEntries(t, s))
+	for path, status := range map[string]int{
+		"/action/limits?topic=orders&active=-5":          http.StatusBadRequest,
+		"/action/limits?topic=orders&per_identifier=ten": http.StatusBadRequest,
+		"/action/limits?topic=nope&active=5":             http.StatusNotFound,
+	} {
+		if r := br.get(path); r.status != status {
+			t.Errorf("GET %s: %d, want %d\n%s", path, r.status, status, r.body)
+		}
+	}
+	if r := br.post("/action/limits", url.Values{"topic": {"orders"}, "active": {"7"}, "per_identifier": {"2"}, "from": {"1000", "2"}}); r.status != http.StatusForbidden {
+		t.Errorf("POST without the CSRF value: %d, want 403", r.status)
+	}
+	values := confirmForm(t, br.page("/action/limits?topic=orders&active=7"))
+	for _, from := range [][]string{nil, {"1000"}, {"1000", "x"}} {
+		values["from"] = from
+		if r := br.post("/action/limits", values); r.status != http.StatusBadRequest || !strings.Contains(r.body, "open the confirmation again") {
+			t.Errorf("POST with the confirmed limits %q: %d, want 400 saying to open the confirmation again:\n%s", from, r.status, r.body)
+		}
+	}
+	wantLimits(t, s, map[string]taskapi.Limits{"orders": {Active: 1000, PerIdentifier: 2}})
+	if got := len(auditEntries(t, s)); got != before {
+		t.Errorf("refused limits were audited: %d entries, want %d", got, before)
+	}
+}
+
+// wantLimits fails t unless the topics of s have the limits of want, and
+// no other.
+func wantLimits(t testing.TB, s store, want map[string]taskapi.Limits) {
+	t.Helper()
+	got, err := s.Limits(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("limits %v, want %v", got, want)
+	}
+}
+
 // wantCapacityRefused sends capacities that must be refused: bad values,
 // an unknown topic, a POST without the CSRF value or without the
 // capacity its confirmation showed; the capacity stays 1000 and nothing
@@ -298,7 +398,7 @@ func TestServeReadOnly(t *testing.T) {
 			t.Errorf("a read-only topic page offers %q", offer)
 		}
 	}
-	for _, path := range []string{"/action/revive?topic=orders&state=FAILED", "/action/activation?topic=orders&to=PAUSED", "/action/capacity?topic=orders&capacity=5"} {
+	for _, path := range []string{"/action/revive?topic=orders&state=FAILED", "/action/activation?topic=orders&to=PAUSED", "/action/capacity?topic=orders&capacity=5", "/action/limits?topic=orders&active=5"} {
 		if r := br.get(path); r.status != http.StatusForbidden {
 			t.Errorf("GET %s: %d, want 403", path, r.status)
 		}

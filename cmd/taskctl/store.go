@@ -28,6 +28,10 @@ type store interface {
 	// (taskapi.Capacitor).
 	Capacities(ctx context.Context) (map[string]int64, error)
 	SetCapacity(ctx context.Context, topic string, capacity int64) error
+	// Limits and SetLimits read and set the limits of topics
+	// (taskapi.Regulator).
+	Limits(ctx context.Context) (map[string]taskapi.Limits, error)
+	SetLimits(ctx context.Context, topic string, limits taskapi.Limits) error
 	Push(ctx context.Context, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error)
 	Page(ctx context.Context, topic string, listing taskapi.Listing, cursor int64, size int, direction taskapi.Direction) ([]taskapi.Info, error)
 	PageAt(ctx context.Context, topic string, listing taskapi.Listing, at time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error)
@@ -77,6 +81,7 @@ type repository[Tx any] interface {
 	taskapi.Repository[Tx]
 	taskapi.Activator[Tx]
 	taskapi.Capacitor[Tx]
+	taskapi.Regulator[Tx]
 	taskapi.Roster[Tx]
 	taskapi.Finder[Tx]
 	taskapi.Auditor[Tx]
@@ -174,6 +179,16 @@ func (b *backend[Tx]) Capacities(ctx context.Context) (map[string]int64, error) 
 // SetCapacity sets the capacity of topic, 0 removing it.
 func (b *backend[Tx]) SetCapacity(ctx context.Context, topic string, capacity int64) error {
 	return in0(ctx, b, func(tx Tx) error { return b.repo.SetCapacity(ctx, tx, topic, capacity) })
+}
+
+// Limits returns the limits of every topic that has any.
+func (b *backend[Tx]) Limits(ctx context.Context) (map[string]taskapi.Limits, error) {
+	return in(ctx, b, func(tx Tx) (map[string]taskapi.Limits, error) { return b.repo.Limits(ctx, tx) })
+}
+
+// SetLimits sets the limits of topic, zero Limits removing them.
+func (b *backend[Tx]) SetLimits(ctx context.Context, topic string, limits taskapi.Limits) error {
+	return in0(ctx, b, func(tx Tx) error { return b.repo.SetLimits(ctx, tx, topic, limits) })
 }
 
 func (b *backend[Tx]) Push(ctx context.Context, topic string, insertion taskapi.Insertion, creations []taskapi.Creation) ([]taskapi.Task, error) {

@@ -1,30 +1,32 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 func (a *app) topicCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "topic",
-		Short: "List, add, remove, pause, resume and drain topics, and bound them with a capacity",
+		Short: "List, add, remove, pause, resume and drain topics, and bound them with a capacity and limits",
 		Example: `  taskctl topic init orders invoices
   taskctl topic pause orders     # consumers claim nothing; what they hold goes on
   taskctl topic drain orders     # consumers claim nothing and finish what they hold
   taskctl topic resume orders
   taskctl topic capacity orders 10000  # a push that would leave more READY tasks fails
   taskctl topic capacity orders        # shows it; 0 removes it
+  taskctl topic limits orders --active 5 --per-identifier 2  # polls across the fleet take no more
   taskctl topic list --json`,
 	}
 	c.AddCommand(
 		&cobra.Command{
-			Use: "list", Short: "List the topics, their activation and their capacity", Args: cobra.NoArgs,
+			Use: "list", Short: "List the topics, their activation, their capacity and their limits", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error { return a.topicList(cmd) },
 		},
 		&cobra.Command{
@@ -36,19 +38,29 @@ func (a *app) topicCommand() *cobra.Command {
 		a.activationCommand("drain", "Stop consumers claiming tasks of topics and let them finish what they hold", taskapi.Draining),
 		a.activationCommand("resume", "Let consumers claim tasks of topics again", taskapi.Running),
 		a.capacityCommand(),
+		a.limitsCommand(),
 	)
 	return c
 }
 
 // topicRow is a topic as topic list --json prints it; Capacity is null
-// when the topic has none.
+// when the topic has none, and so is each of its limits.
 type topicRow struct {
-	Topic      string `json:"topic"`
-	Activation string `json:"activation"`
-	Capacity   *int64 `json:"capacity"`
+	Topic      string     `json:"topic"`
+	Activation string     `json:"activation"`
+	Capacity   *int64     `json:"capacity"`
+	Limits     limitsJSON `json:"limits"`
 }
 
-// topicList lists every topic with its activation and its capacity.
+// topicSettings are what topic list shows of every topic besides its name.
+type topicSettings struct {
+	activations map[string]taskapi.Activation
+	capacities  map[string]int64
+	limits      map[string]taskapi.Limits
+}
+
+// topicList lists every topic with its activation, its capacity and its
+// limits.
 func (a *app) topicList(cmd *cobra.Command) error {
 	s, err := a.open(cmd.Context())
 	if err != nil {
@@ -58,19 +70,16 @@ func (a *app) topicList(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	activations, err := s.Activations(cmd.Context())
+	set, err := readTopicSettings(cmd.Context(), s)
 	if err != nil {
 		return err
-	}
-	capacities, err := s.Capacities(cmd.Context())
-	if err != nil {
-		return fmt.Errorf("read the capacities: %w", err)
 	}
 	rows := make([]topicRow, 0, len(topics))
 	cells := make([][]string, 0, len(topics))
 	for _, t := range topics {
-		rows = append(rows, topicRow{Topic: t, Activation: activations[t].String(), Capacity: optionalCapacity(capacities[t])})
-		cells = append(cells, []string{t, activations[t].String(), capacityCell(capacities[t])})
+		activation, capacity, limits := set.activations[t].String(), set.capacities[t], set.limits[t]
+		rows = append(rows, topicRow{Topic: t, Activation: activation, Capacity: optional(capacity), Limits: limitsOf(limits)})
+		cells = append(cells, []string{t, activation, capacityCell(capacity), ops.LimitsCell(limits, decimal)})
 	}
 	if a.json {
 		return a.printJSON(rows)
@@ -79,8 +88,23 @@ func (a *app) topicList(cmd *cobra.Command) error {
 		a.printf("no topics: 'taskctl topic init NAME' adds one\n")
 		return nil
 	}
-	a.printTable([]string{"TOPIC", "ACTIVATION", "CAPACITY"}, cells)
+	a.printTable([]string{"TOPIC", "ACTIVATION", "CAPACITY", "LIMITS"}, cells)
 	return nil
+}
+
+// readTopicSettings reads the activations, capacities and limits of every
+// topic.
+func readTopicSettings(ctx context.Context, s store) (set topicSettings, err error) {
+	if set.activations, err = s.Activations(ctx); err != nil {
+		return set, err
+	}
+	if set.capacities, err = s.Capacities(ctx); err != nil {
+		return set, fmt.Errorf("read the capacities: %w", err)
+	}
+	if set.limits, err = s.Limits(ctx); err != nil {
+		return set, fmt.Errorf("read the limits: %w", err)
+	}
+	return set, nil
 }
 
 // capacityCell writes a capacity in a table: "-" for none.
@@ -88,15 +112,7 @@ func capacityCell(capacity int64) string {
 	if capacity <= 0 {
 		return "-"
 	}
-	return strconv.FormatInt(capacity, 10)
-}
-
-// optionalCapacity is a capacity for JSON: nil, null, for none.
-func optionalCapacity(capacity int64) *int64 {
-	if capacity <= 0 {
-		return nil
-	}
-	return &capacity
+	return decimal(capacity)
 }
 
 func (a *app) topicInit(cmd *cobra.Command, topics []string) error {

@@ -78,9 +78,22 @@ func ParseDuration(name, s string) (time.Duration, error) {
 // tasks, at least 1, or 0 to remove it. name names the argument or field
 // in the error ("capacity").
 func ParseCapacity(name, s string) (int64, error) {
+	return parseBound(name, s, "READY", "capacity")
+}
+
+// ParseLimit reads a limit of a topic (taskapi.Limits): a whole number of
+// ACTIVE tasks, at least 1, or 0 to remove it. name names the flag or
+// field in the error ("--active").
+func ParseLimit(name, s string) (int64, error) {
+	return parseBound(name, s, "ACTIVE", "limit")
+}
+
+// parseBound reads a bound of a topic's tasks in state: a whole number,
+// at least 1, or 0 to remove the bound, which the error calls what.
+func parseBound(name, s, state, what string) (int64, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
 	if err != nil || n < 0 {
-		return 0, usagef("%s %q: give a whole number of READY tasks, at least 1, or 0 to remove the capacity", name, s)
+		return 0, usagef("%s %q: give a whole number of %s tasks, at least 1, or 0 to remove the %s", name, s, state, what)
 	}
 	return n, nil
 }

@@ -26,6 +26,7 @@ func (s *Server) actions() []action {
 	return []action{
 		{"activation", s.planActivation},
 		{"capacity", s.planCapacity},
+		{"limits", s.planLimits},
 		{"revive", s.planRevive},
 		{"reassign", s.planReassign},
 		{"defer", s.planDefer},

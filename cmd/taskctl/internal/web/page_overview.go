@@ -24,7 +24,8 @@ const topicsPerPage = 100
 type topicLine struct {
 	Topic, Link string
 	Activation  taskapi.Activation
-	Capacity    int64   // 0: none
+	Capacity    int64 // 0: none
+	Limits      taskapi.Limits
 	Counts      []int64 // per state of allStates, from the last count
 	Ready       int64   // from the last reading
 	Oldest      time.Time
@@ -145,7 +146,7 @@ func (s *Server) figures(r *http.Request) (figures, overviewQuery, error) {
 func lineOf(v view, topic string) topicLine {
 	w := v.waits[topic]
 	l := topicLine{
-		Topic: topic, Link: topicLink(topic), Activation: v.activations[topic], Capacity: v.capacities[topic],
+		Topic: topic, Link: topicLink(topic), Activation: v.activations[topic], Capacity: v.capacities[topic], Limits: v.limits[topic],
 		Ready: v.ready[topic], Oldest: w.Oldest, Wait: w.Wait, Due: w.Due,
 		Counts: make([]int64, len(allStates)), Health: v.cues[topic],
 	}

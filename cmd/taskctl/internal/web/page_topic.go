@@ -190,6 +190,8 @@ type topicData struct {
 	Activate   []activationLink
 	Capacity   int64  // 0: none
 	Resize     string // the link to set or remove the capacity
+	Limits     taskapi.Limits
+	Regulate   string // the link to set or remove the limits
 	Ready      int64
 	Wait       ops.Wait
 	Health     health // the cues raised (health.go)
@@ -293,7 +295,8 @@ func (s *Server) topicFigures(topic string) topicData {
 	v := s.sampler.snapshot()
 	d := topicData{Topic: topic, Activation: v.activations[topic], Ready: v.ready[topic], Wait: v.waits[topic],
 		CountedAt: v.tally.at, States: allStates, Health: v.cues[topic],
-		Capacity: v.capacities[topic], Resize: link("/action/capacity", url.Values{"topic": {topic}})}
+		Capacity: v.capacities[topic], Resize: link("/action/capacity", url.Values{"topic": {topic}}),
+		Limits: v.limits[topic], Regulate: link("/action/limits", url.Values{"topic": {topic}})}
 	for _, to := range []taskapi.Activation{taskapi.Paused, taskapi.Draining, taskapi.Running} {
 		if to != d.Activation {
 			label := map[taskapi.Activation]string{taskapi.Paused: "Pause", taskapi.Draining: "Drain", taskapi.Running: "Resume"}[to]

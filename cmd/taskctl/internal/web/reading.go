@@ -17,10 +17,11 @@ type reading struct {
 	took        time.Duration // the whole reading, the completions counted with it too
 	topics      []string
 	activations map[string]taskapi.Activation
-	capacities  map[string]int64    // the topics that have a capacity
-	ready       map[string]int64    // READY tasks (the index of READY tasks)
-	waits       map[string]ops.Wait // the head of the READY tasks
-	alive       []string            // owners with a heartbeat within the expiry
+	capacities  map[string]int64          // the topics that have a capacity
+	limits      map[string]taskapi.Limits // the topics that have limits
+	ready       map[string]int64          // READY tasks (the index of READY tasks)
+	waits       map[string]ops.Wait       // the head of the READY tasks
+	alive       []string                  // owners with a heartbeat within the expiry
 }
 
 // tally is the count of every topic's tasks per state: a count over whole
@@ -69,6 +70,9 @@ func takeReading(ctx context.Context, store Store, now time.Time, expiry time.Du
 	}
 	if r.capacities, err = store.Capacities(ctx); err != nil {
 		return r, fmt.Errorf("read capacities: %w", err)
+	}
+	if r.limits, err = store.Limits(ctx); err != nil {
+		return r, fmt.Errorf("read limits: %w", err)
 	}
 	ready := taskapi.Counting{States: []taskapi.State{taskapi.Ready}}
 	counts, err := store.Count(ctx, taskapi.Total, ready, taskapi.Unbounded)

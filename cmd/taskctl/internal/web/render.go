@@ -108,6 +108,7 @@ var funcs = template.FuncMap{
 	"stamp":    stamp,
 	"dur":      dur,
 	"capacity": capacity,
+	"limits":   func(l taskapi.Limits) string { return ops.LimitsCell(l, num) },
 	"stateKey": func(s taskapi.State) string { return strings.ToLower(s.String()) },
 	"pretty":   pretty,
 	// names that may hold hidden characters (hidden.go)

@@ -1,7 +1,7 @@
 // Package web is taskctl's dashboard, run by 'taskctl serve': pages of
 // every topic, of one topic's tasks, of one task, of the owners and of
 // the results, drawn on the server with html/template and SVG, and the
-// operator's actions (pause, resume and drain topics, set their capacity; revive, reassign,
+// operator's actions (pause, resume and drain topics, set their capacity and limits; revive, reassign,
 // defer and purge tasks; expire silent owners), each behind a confirmation
 // page that changes nothing.
 //
@@ -53,6 +53,10 @@ type Store interface {
 	// (taskapi.Capacitor; action_capacity.go).
 	Capacities(ctx context.Context) (map[string]int64, error)
 	SetCapacity(ctx context.Context, topic string, capacity int64) error
+	// Limits and SetLimits read and set the limits of topics
+	// (taskapi.Regulator; action_limits.go).
+	Limits(ctx context.Context) (map[string]taskapi.Limits, error)
+	SetLimits(ctx context.Context, topic string, limits taskapi.Limits) error
 	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
 	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
