@@ -173,6 +173,6 @@
 // WithExclusive; Complete, Reassign, ReviveTasks and Defer wait for them.
 // Conditional polls (the SingularByIdentifier conditions) of one topic are
 // serialized (on PostgreSQL with taskpg's advisory lock, on MySQL by locking
-// the topic's row, on SQLite by the single writer); inside a caller's
-// transaction that lock is held until the caller commits.
+// the topic's row of task_lock, on SQLite by the single writer); inside a
+// caller's transaction that lock is held until the caller commits.
 package taskansi
