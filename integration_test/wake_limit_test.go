@@ -12,7 +12,8 @@ import (
 )
 
 // A Client whose topic is at its Active limit, held by another process,
-// polls once and waits its pause (an hour here) without polling again; the
+// polls once, tells its listener that the limit held the poll back, and
+// waits its pause (an hour here) without polling again; the
 // other process's completion frees the slot and wakes it through its
 // Notifier, and it runs the next task at once.
 func TestACompletionWakesConsumersWaitingAtALimit(t *testing.T) {
@@ -73,9 +74,9 @@ func TestACompletionWakesConsumersWaitingAtALimit(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	// The Notifier's first wake-up (once it listens) and its empty poll: the
-	// topic is at its limit.
-	for _, kind := range []taskproc.EventKind{taskproc.EventWoken, taskproc.EventEmpty} {
+	// The Notifier's first wake-up (once it listens) and its empty poll,
+	// which the limit held back.
+	for _, kind := range []taskproc.EventKind{taskproc.EventWoken, taskproc.EventLimited, taskproc.EventEmpty} {
 		for e := within(t, events, kind.String()); e.Kind != kind; e = within(t, events, kind.String()) {
 		}
 	}

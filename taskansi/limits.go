@@ -181,20 +181,27 @@ func (r *Repository) pollLimited(ctx context.Context, tx DB, topic string, size 
 	if err != nil {
 		return nil, err
 	}
+	room := size
 	if limits.Active > 0 {
-		size = int(min(int64(size), limits.Active-int64(len(held))))
+		room = int(max(0, min(int64(size), limits.Active-int64(len(held)))))
 	}
-	if size <= 0 {
-		return nil, nil
+	var tasks []taskapi.Task
+	passedOver := false // a Ready task of an identifier at its limit
+	switch {
+	case room == 0:
+	case limits.PerIdentifier == 0:
+		tasks, err = r.pollPlain(ctx, tx, topic, room, p.Order, blocking, points)
+	default:
+		rooms := map[string]int64{}
+		for _, identifier := range held {
+			rooms[identifier]--
+		}
+		tasks, passedOver, err = r.pollKeyed(ctx, tx, topic, room, p.Order, blocking, limits.PerIdentifier, rooms)
 	}
-	if limits.PerIdentifier == 0 {
-		return r.pollPlain(ctx, tx, topic, size, p.Order, blocking, points)
+	if p.Note != nil && err == nil {
+		p.Note.Held = passedOver || (room < size && len(tasks) >= room)
 	}
-	rooms := map[string]int64{}
-	for _, identifier := range held {
-		rooms[identifier]--
-	}
-	return r.pollKeyed(ctx, tx, topic, size, p.Order, blocking, limits.PerIdentifier, rooms)
+	return tasks, err
 }
 
 // pollKeyed polls a topic with a limit per identifier: of each identifier
@@ -203,8 +210,8 @@ func (r *Repository) pollLimited(ctx context.Context, tx DB, topic string, size 
 // in poll order, as many as it has room for; of those the first size in
 // poll order, which it locks by points, skipping those that others locked
 // or took meanwhile. The tasks of identifiers at their limit are never
-// read, however many.
-func (r *Repository) pollKeyed(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, blocking []any, perKey int64, rooms map[string]int64) ([]taskapi.Task, error) {
+// read, however many; passedOver says whether there was such an identifier.
+func (r *Repository) pollKeyed(ctx context.Context, tx DB, topic string, size int, order taskapi.Order, blocking []any, perKey int64, rooms map[string]int64) (tasks []taskapi.Task, passedOver bool, err error) {
 	conditional := min(len(blocking), 1)
 	// The branches are bound together, so that PostgreSQL numbers the
 	// placeholders of the whole statement.
@@ -220,9 +227,10 @@ func (r *Repository) pollKeyed(ctx context.Context, tx DB, topic string, size in
 		candidates, branches, branchArgs = appendArgs(candidates, found...), nil, nil
 		return err
 	}
-	err := r.forEachKey(ctx, tx, topic, func(identifier string) error {
+	err = r.forEachKey(ctx, tx, topic, func(identifier string) error {
 		room := perKey + rooms[identifier]
 		if room <= 0 {
+			passedOver = true
 			return nil
 		}
 		branches = append(branches, branch)
@@ -236,9 +244,10 @@ func (r *Repository) pollKeyed(ctx context.Context, tx DB, topic string, size in
 		err = flush()
 	}
 	if err != nil || len(candidates) == 0 {
-		return nil, err
+		return nil, passedOver, err
 	}
-	return r.lockCandidates(ctx, tx, topic, size, order, candidates)
+	tasks, err = r.lockCandidates(ctx, tx, topic, size, order, candidates)
+	return tasks, passedOver, err
 }
 
 // forEachKey calls fn with each identifier of the topic's Ready tasks: a

@@ -40,3 +40,17 @@ type Regulator[Tx any] interface {
 	// Limits returns the limits of every registered topic that has any.
 	Limits(ctx context.Context, tx Tx) (map[string]Limits, error)
 }
+
+// A LimitNote given to Poll as a PollOption (a *LimitNote) learns whether
+// the topic's limits held the poll back: Poll sets Held when the Active
+// limit left it less room than it asked for and it took all of that room
+// (the topic is at its limit now), or when it passed over a Ready task
+// whose identifier was at its limit when the poll began (as far as the
+// candidates it read show). A runtime tells its operators of limit
+// waits by it. A poll of a topic without limits leaves Held false; a nil
+// *LimitNote is ErrInvalidArgument.
+type LimitNote struct {
+	Held bool
+}
+
+func (*LimitNote) pollOption() {}

@@ -146,7 +146,8 @@ type Scheduler[Tx any] interface {
 	Advance(ctx context.Context, tx Tx, topic, name string, from, to time.Time) (bool, error)
 }
 
-// PollOption is an option of Poll: an Order, a Condition or a Term.
+// PollOption is an option of Poll: an Order, a Condition, a Term or a
+// *LimitNote.
 type PollOption interface {
 	pollOption()
 }

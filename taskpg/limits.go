@@ -38,7 +38,7 @@ const (
 	// limitTake, {with} of a limited poll: n is how many tasks the poll may
 	// take ($3, or fewer under the Active limit), k the limit per
 	// identifier. The Active tasks are counted once, at most the limit.
-	limitTake = `take (n, k) AS (
+	limitTake = `RECURSIVE take (n, k) AS (
     SELECT coalesce((
         SELECT CASE WHEN l.active_limit IS NULL THEN $3::bigint
                     ELSE greatest(0, least($3::bigint, l.active_limit - (
@@ -51,16 +51,17 @@ const (
 	// one, run once the update is done (UNION ALL reads its branches in
 	// turn). In a plain poll, a row of sequence -1 says that the trigger of
 	// migration 00011 checked a claim: the topic has limits. A limited poll
-	// always returns a row of sequence -10 - mode with the topic's limits
-	// (mode: 1 for an Active limit, plus 2 for one per identifier), which
-	// also ends the trigger's trust. The plain poll's marker reads no table:
+	// always returns a row of sequence -10 - bits with the topic's limits
+	// (bits: 1 for an Active limit, plus 2 for one per identifier) and
+	// whether they held the poll back (plus 4), which also ends the
+	// trigger's trust. The plain poll's marker reads no table:
 	// it costs the polls of topics without limits a few microseconds.
 	plainMarker = `
 UNION ALL
 SELECT -1, '', '' WHERE current_setting('taskrepo.limited', true) = 'seen:' || $1`
 	limitedMarker = `
 UNION ALL
-SELECT -10 - m.mode, '', '' FROM (` + limitsMode + `) AS m
+SELECT -10 - m.mode - 4 * ({held})::int, '', '' FROM (` + limitsMode + `) AS m
 WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
 	limitsMode = `
     SELECT (active_limit IS NOT NULL)::int + 2 * (identifier_limit IS NOT NULL)::int AS mode
@@ -86,23 +87,6 @@ WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
 	// poll's are.
 	keyedCandidates = `
         SELECT l.ctid FROM {schema}.task AS l WHERE l.topic = $1 AND l.ctid = ANY (ARRAY(
-        WITH RECURSIVE keyed (identifier) AS (
-            (SELECT k.identifier FROM {schema}.task AS k
-             WHERE k.topic = $1 AND k.state <= 1 ORDER BY k.identifier LIMIT 1)
-            UNION ALL
-            SELECT (SELECT k.identifier FROM {schema}.task AS k
-                    WHERE k.topic = $1 AND k.state <= 1 AND k.identifier > keyed.identifier
-                    ORDER BY k.identifier LIMIT 1)
-            FROM keyed WHERE keyed.identifier IS NOT NULL),
-        walked AS MATERIALIZED (
-            SELECT * FROM ({ready}) AS ready
-            UNION ALL
-            SELECT * FROM ({due}) AS due),
-        enough (walked) AS (
-            SELECT count(*) FILTER (WHERE room) >= (SELECT n FROM take)
-                   OR (count(*) FILTER (WHERE due) < (SELECT n FROM take)
-                       AND count(*) FILTER (WHERE NOT due) < (SELECT n FROM take))
-            FROM walked)
         SELECT c.ctid FROM (
             SELECT ctid, sequence FROM walked WHERE room AND (SELECT walked FROM enough)
             UNION ALL
@@ -116,23 +100,53 @@ WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
               AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}) AS c
         ORDER BY c.sequence {direction} LIMIT {take}))
         FOR UPDATE OF l{skip}`
+	// keyedWith, after limitTake in the {with} of a keyed poll: the
+	// identifiers (keyed), the walk (walked) and whether it was enough, which
+	// keyedCandidates and the poll's marker read.
+	keyedWith = `keyed (identifier) AS (
+    (SELECT k.identifier FROM {schema}.task AS k
+     WHERE k.topic = $1 AND k.state <= 1 ORDER BY k.identifier LIMIT 1)
+    UNION ALL
+    SELECT (SELECT k.identifier FROM {schema}.task AS k
+            WHERE k.topic = $1 AND k.state <= 1 AND k.identifier > keyed.identifier
+            ORDER BY k.identifier LIMIT 1)
+    FROM keyed WHERE keyed.identifier IS NOT NULL),
+walked AS MATERIALIZED (
+    SELECT * FROM ({ready}) AS ready
+    UNION ALL
+    SELECT * FROM ({due}) AS due),
+enough (walked) AS (
+    SELECT count(*) FILTER (WHERE room) >= (SELECT n FROM take)
+           OR (count(*) FILTER (WHERE due) < (SELECT n FROM take)
+               AND count(*) FILTER (WHERE NOT due) < (SELECT n FROM take))
+    FROM walked),
+`
+	// limitHeld, {held} of a limited poll's marker: the Active limit left
+	// the poll less room than it asked for, and the poll took all of it: the
+	// topic is at its limit. keyedHeld adds, for a keyed poll, a candidate
+	// whose identifier was at its limit (as far as the walk saw).
+	limitHeld = `(SELECT n FROM take) < $3 AND (SELECT count(*) FROM polled) >= (SELECT n FROM take)`
+	keyedHeld = limitHeld + ` OR EXISTS (SELECT FROM walked WHERE at_limit)`
 	// keyedWalk is {ready} and {due} of keyedCandidates: a branch of a plain
 	// poll ({which}, {order}, {due}) that locks nothing, and tells whether
 	// each candidate's identifier has fewer Active tasks and earlier due
-	// Ready ones than its limit. Each count reads a range of the keyed index
-	// that ends at the limit or at the candidate.
+	// Ready ones than its limit (room), and whether it was at its limit
+	// (at_limit). Each count reads a range of the keyed index that ends at the
+	// limit or at the candidate.
 	keyedWalk = `
-                SELECT r.ctid, r.sequence, {due} AS due,
-                       ({activeOf:r}) + (
+                SELECT w.ctid, w.sequence, w.due, w.active + w.earlier < (SELECT k FROM take) AS room,
+                       w.active >= (SELECT k FROM take) AS at_limit
+                FROM (
+                SELECT r.ctid, r.sequence, {due} AS due, ({activeOf:r}) AS active, (
                            SELECT count(*) FROM (SELECT FROM {schema}.task AS e
                                                  WHERE e.topic = $1 AND e.identifier = r.identifier AND e.state = 1
                                                    AND e.sequence {earlier} r.sequence
                                                    AND (e.not_before IS NULL OR e.not_before <= {now})
-                                                 LIMIT (SELECT k FROM take)) AS e) < (SELECT k FROM take) AS room
+                                                 LIMIT (SELECT k FROM take)) AS e) AS earlier
                 FROM {schema}.task AS r
                 WHERE r.topic = $1 AND r.state = 1 AND {which}
                   AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
-                ORDER BY {order} LIMIT {take}`
+                ORDER BY {order} LIMIT {take}) AS w`
 	// keyedActive is {activeOf:keyed} and {activeOf:r}: the Active tasks of
 	// an identifier ({identifier}), at most its limit.
 	keyedActive = `SELECT count(*) FROM (SELECT FROM {schema}.task AS a

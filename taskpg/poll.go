@@ -91,25 +91,25 @@ func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size 
 const (
 	markUnknownOwner = taskapi.Inception
 	markLimited      = -1  // some limit; a limited poll finds out which
-	markModes        = -10 // minus 1 for an Active limit, minus 2 for one per identifier
+	markModes        = -10 // minus 1 for an Active limit, 2 for one per identifier, 4 when they held the poll back
 )
 
-// modeOf returns the mode of the marker row of sequence s, and whether it
-// is one.
-func modeOf(s int64) (pollMode, bool) {
+// modeOf returns the mode of the marker row of sequence s, whether the
+// topic's limits held the poll back, and whether s is a marker.
+func modeOf(s int64) (mode pollMode, held, ok bool) {
 	if s == markLimited {
-		return limitedPoll, true
+		return limitedPoll, false, true
 	}
 	bits := markModes - s
 	switch {
-	case bits < 0 || bits > 3:
-		return plainPoll, false
+	case bits < 0 || bits > 7:
+		return plainPoll, false, false
 	case bits&2 != 0:
-		return keyedPoll, true
-	case bits != 0:
-		return limitedPoll, true
+		mode = keyedPoll
+	case bits&1 != 0:
+		mode = limitedPoll
 	}
-	return plainPoll, true
+	return mode, bits&4 != 0, true
 }
 
 // poll runs the poll statement of mode that p asks for: under p's term, if
@@ -132,8 +132,11 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p 
 		each: func() error {
 			if t.Sequence == markUnknownOwner {
 				unknown = true
-			} else if m, ok := modeOf(t.Sequence); ok {
+			} else if m, held, ok := modeOf(t.Sequence); ok {
 				found = m
+				if held && p.Note != nil {
+					p.Note.Held = true
+				}
 			} else {
 				tasks = append(tasks, t)
 			}

@@ -604,9 +604,9 @@ func pollStatements(v func(string, ...string) string) (polls, termed [3][2][2]st
 		plainPoll: {"{with}", "", "{candidates}", pollCandidates, "{marker}", plainMarker, "{take}", "$3",
 			"{ready}", ready, "{due}", due},
 		limitedPoll: {"{with}", limitTake, "{candidates}", pollCandidates, "{marker}", limitedMarker,
-			"{take}", take, "{ready}", ready, "{due}", due},
-		keyedPoll: {"{with}", limitTake, "{candidates}", keyedCandidates, "{marker}", limitedMarker,
-			"{take}", take, "{ready}", walkReady, "{due}", walkDue},
+			"{held}", limitHeld, "{take}", take, "{ready}", ready, "{due}", due},
+		keyedPoll: {"{with}", limitTake + keyedWith, "{candidates}", keyedCandidates, "{marker}", limitedMarker,
+			"{held}", keyedHeld, "{take}", take, "{ready}", walkReady, "{due}", walkDue},
 	}
 	active := func(identifier string) string { return strings.ReplaceAll(keyedActive, "{identifier}", identifier) }
 	for mode, pairs := range modes {

@@ -84,6 +84,12 @@ const (
 	// EventPoisoned: the keeper ended expired tasks of the topic (Tasks)
 	// with Failure instead of rescuing them once more (WithRescues).
 	EventPoisoned
+	// EventLimited: the topic's limits across the fleet held a poll back
+	// (taskapi.LimitNote): the topic was at its Active limit, or an
+	// identifier at its limit had Ready tasks. Tasks are what the poll
+	// took, if any; the loop waits its pause, or a wake-up, when it took
+	// none.
+	EventLimited
 )
 
 var eventNames = map[EventKind]string{
@@ -96,7 +102,7 @@ var eventNames = map[EventKind]string{
 	EventNotifierLost: "notifier lost", EventReconcileFailed: "reconciliation failed",
 	EventScheduled: "periods pushed", EventScheduleFailed: "schedule failed",
 	EventSettleRetried: "settlement retried", EventLost: "batch lost",
-	EventRescued: "tasks rescued", EventPoisoned: "poison tasks failed",
+	EventRescued: "tasks rescued", EventPoisoned: "poison tasks failed", EventLimited: "poll held by limits",
 }
 
 // String returns the name of k.

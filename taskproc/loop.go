@@ -164,6 +164,12 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Ta
 		opts = append(opts, term)
 	}
 	repo := m.repository()
+	// A repository that keeps limits says when they held the poll back.
+	var note *taskapi.LimitNote
+	if _, limits := repo.(taskapi.Regulator[Tx]); limits {
+		note = &taskapi.LimitNote{}
+		opts = append(opts, note)
+	}
 	var tasks []taskapi.Task
 	var next time.Time
 	wanted := m.due.wanted()
@@ -186,6 +192,9 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Ta
 	})
 	if err != nil {
 		return nil, err
+	}
+	if note != nil && note.Held {
+		m.s.notify(Event{Kind: EventLimited, Topic: m.topic, Tasks: tasks})
 	}
 	m.due.polled(len(tasks) == 0)
 	if wanted {

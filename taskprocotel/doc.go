@@ -60,6 +60,8 @@
 //	                                          too often (taskproc.WithRescues)
 //	taskproc.pushes.refused      {push}       pushes of the runtime (follow-ups, periodic tasks)
 //	                                          that a topic's capacity refused; topic: the full one
+//	taskproc.polls.limited       {poll}       polls that the topic's limits across the fleet held back
+//	                                          (taskproc.EventLimited)
 //	taskproc.batch.duration      s            histogram of the time from a batch's poll to its
 //	                                          settlement (completed, failed or released), with the
 //	                                          buckets of taskproc.RunBounds (BucketBoundaries)

@@ -45,7 +45,9 @@ type Listener struct {
 	settleRetried, lost, rescued, poisoned metric.Int64Counter
 	// Pushes of the runtime (follow-ups, periodic tasks) that a topic's
 	// capacity refused.
-	refused  metric.Int64Counter
+	refused metric.Int64Counter
+	// Polls that a topic's limits across the fleet held back.
+	limited  metric.Int64Counter
 	duration metric.Float64Histogram
 
 	none  metric.MeasurementOption // no attributes (events without a topic)
@@ -93,6 +95,7 @@ func NewListener(meter metric.Meter) (*Listener, error) {
 		{&l.rescued, "taskproc.tasks.rescued", "{task}", "Expired tasks this process's keeper revived."},
 		{&l.poisoned, "taskproc.tasks.poisoned", "{task}", "Expired tasks this process's keeper ended with Failure, rescued too often."},
 		{&l.refused, "taskproc.pushes.refused", "{push}", "Pushes of the runtime (follow-ups, periodic tasks) that a topic's capacity refused, by that topic."},
+		{&l.limited, "taskproc.polls.limited", "{poll}", "Polls that the topic's limits across the fleet held back (at its Active limit, or an identifier at its limit)."},
 	}
 	for _, c := range counters {
 		counter, err := meter.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.about))
@@ -189,6 +192,8 @@ func (l *Listener) fleet(ctx context.Context, e taskproc.Event) {
 		add(ctx, l.rescued, len(e.Tasks), l.topic(e.Topic).topic)
 	case taskproc.EventPoisoned:
 		add(ctx, l.poisoned, len(e.Tasks), l.topic(e.Topic).topic)
+	case taskproc.EventLimited:
+		l.limited.Add(ctx, 1, l.topic(e.Topic).topic)
 	}
 }
 

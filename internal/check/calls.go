@@ -36,6 +36,9 @@ func Poll(owner, topic string, size int, opts []taskapi.PollOption) (Polling, bo
 	if err != nil {
 		return Polling{}, false, err
 	}
+	if p.Note != nil {
+		*p.Note = taskapi.LimitNote{} // a note given again learns afresh
+	}
 	return p, size > 0, nil
 }
 

@@ -120,11 +120,14 @@ func Revivable(state taskapi.State) error {
 }
 
 // Polling is what Poll's options ask for: the order and the condition of
-// the poll and, when Term is not nil, the term under which it claims tasks.
+// the poll, when Term is not nil, the term under which it claims tasks,
+// and the note of limits to fill.
 type Polling struct {
 	Order     taskapi.Order
 	Condition taskapi.Condition
 	Term      *taskapi.Term
+	// Note, when not nil, learns whether limits held the poll back.
+	Note *taskapi.LimitNote
 }
 
 // pollOptions resolves Poll's options. The default is FIFO, Unconditional;
@@ -143,6 +146,8 @@ func pollOptions(opts []taskapi.PollOption) (Polling, error) {
 			err = once(&p.Condition, &limited, o)
 		case taskapi.Term:
 			err = oneTerm(&p, o)
+		case *taskapi.LimitNote:
+			err = oneNote(&p, o)
 		default:
 			err = fmt.Errorf("poll option %v is not supported: %w", opt, taskapi.ErrInvalidArgument)
 		}
@@ -151,6 +156,19 @@ func pollOptions(opts []taskapi.PollOption) (Polling, error) {
 		}
 	}
 	return p, nil
+}
+
+// oneNote sets the note of p to note, unless p has one already or note is
+// nil.
+func oneNote(p *Polling, note *taskapi.LimitNote) error {
+	switch {
+	case note == nil:
+		return fmt.Errorf("a nil *LimitNote: %w", taskapi.ErrInvalidArgument)
+	case p.Note != nil && p.Note != note:
+		return fmt.Errorf("a poll takes one *LimitNote: %w", taskapi.ErrInvalidArgument)
+	}
+	p.Note = note
+	return nil
 }
 
 // oneTerm sets the term of p to term, unless p has one already or term's

@@ -209,6 +209,25 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 		l.wantActive(topic, 2)
 	}
 
+	all["ALimitNoteSaysWhenLimitsHeldThePoll"] = func(t *testing.T) {
+		l := limitsOf(setup(t, b, topic, "free"))
+		l.push("free", taskapi.Append, creations("f", 3)...)
+		l.wantNoted("free", 5, 3, false)
+		l.set(topic, taskapi.Limits{Active: 2})
+		l.push(topic, taskapi.Append, creations("a", 5)...)
+		l.wantNoted(topic, 1, 1, false) // room for it
+		l.wantNoted(topic, 5, 1, true)  // the last room
+		l.wantNoted(topic, 5, 0, true)  // at the limit
+		// Under a limit per identifier alone, the three others have room; a
+		// new task of a-0, which is Active, has none.
+		l.set(topic, taskapi.Limits{PerIdentifier: 1})
+		l.wantNoted(topic, 5, 3, false)
+		l.pushIDs(topic, "a-0")
+		l.wantNoted(topic, 5, 0, true)
+		_, err := l.repo.Poll(l.ctx, l.db, topic, 5, (*taskapi.LimitNote)(nil))
+		wantErr(t, err, taskapi.ErrInvalidArgument)
+	}
+
 	all["ConcurrentPollersNeverExceedThem"] = func(t *testing.T) {
 		l := limitsOf(setup(t, b, topic))
 		const active, perKey, keys = 5, 2, 10
@@ -371,4 +390,16 @@ func (l *limits[Tx]) inState(topic string, state taskapi.State) int64 {
 		taskapi.Inception, 1<<20, taskapi.Forward)
 	l.must(err, "Page(%q, %v)", topic, state)
 	return int64(len(infos))
+}
+
+// wantNoted polls up to size tasks of topic with a LimitNote and wants n
+// tasks and the note's Held.
+func (l *limits[Tx]) wantNoted(topic string, size, n int, held bool) {
+	l.t.Helper()
+	note := &taskapi.LimitNote{Held: !held} // a note given again learns afresh
+	tasks, err := l.repo.Poll(l.ctx, l.db, topic, size, note)
+	l.must(err, "Poll(%q, %d, note)", topic, size)
+	if len(tasks) != n || note.Held != held {
+		l.t.Fatalf("Poll(%q, %d) took %d tasks with Held %v, want %d with %v", topic, size, len(tasks), note.Held, n, held)
+	}
 }
