@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/taskansi"
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskpg"
 	"github.com/taskrepo/taskrepo/taskproc"
@@ -13,35 +15,60 @@ import (
 
 // A Client whose topic is at its Active limit, held by another process,
 // polls once, tells its listener that the limit held the poll back, and
-// waits its pause (an hour here) without polling again; the
-// other process's completion frees the slot and wakes it through its
-// Notifier, and it runs the next task at once.
+// waits its pause (an hour here) without polling again; the other
+// process's completion frees the slot and wakes it through its Notifier,
+// and it runs the next task at once. The other process is taskpg's, and
+// taskansi's on the same database.
 func TestACompletionWakesConsumersWaitingAtALimit(t *testing.T) {
 	t.Parallel()
+	t.Run("taskpg", func(t *testing.T) {
+		t.Parallel()
+		_, pool, _, other, _ := onePostgres(t)
+		hold, free := holder[taskpg.DB](t, other, pool)
+		limitWake(t, pool, hold, free)
+	})
+	t.Run("taskansi", func(t *testing.T) {
+		t.Parallel()
+		_, pool, db, _, other := onePostgres(t)
+		hold, free := holder[taskansi.DB](t, other, db)
+		limitWake(t, pool, hold, free)
+	})
+}
+
+// holder registers repo, makes topic t with an Active limit of 1 and two
+// tasks, and returns hold, which polls the first, and free, which
+// completes it.
+func holder[Tx any](t *testing.T, repo taskapi.Repository[Tx], db Tx) (hold, free func()) {
 	ctx := t.Context()
-	pool := testdb.Postgres(t)
-	other, err := taskpg.New("other-process")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Register(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Initialize(ctx, pool, "t"); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.SetLimits(ctx, pool, "t", taskapi.Limits{Active: 1}); err != nil {
+	must[bool](t, "Register")(repo.Register(ctx, db))
+	must[bool](t, "Initialize")(repo.Initialize(ctx, db, "t"))
+	if err := repo.(taskapi.Regulator[Tx]).SetLimits(ctx, db, "t", taskapi.Limits{Active: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"first", "second"} {
-		if _, err := other.Push(ctx, pool, "t", taskapi.Append, taskapi.Creation{Identifier: id}); err != nil {
+		must[[]taskapi.Task](t, "Push")(repo.Push(ctx, db, "t", taskapi.Append, taskapi.Creation{Identifier: id}))
+	}
+	var held []taskapi.Task
+	hold = func() {
+		held = must[[]taskapi.Task](t, "Poll")(repo.Poll(ctx, db, "t", 1))
+		if len(held) != 1 {
+			t.Fatalf("Poll took %d tasks, want 1", len(held))
+		}
+	}
+	free = func() {
+		completion := taskapi.Completion{Task: held[0], Decision: taskapi.Decision{Result: taskapi.Success}}
+		if err := repo.Complete(ctx, db, "t", completion); err != nil {
 			t.Fatal(err)
 		}
 	}
-	held, err := other.Poll(ctx, pool, "t", 1)
-	if err != nil || len(held) != 1 {
-		t.Fatalf("Poll = %v, %v", held, err)
-	}
+	return hold, free
+}
+
+// limitWake runs a consumer at the limit that hold takes, and checks that
+// it waits, and that free wakes it.
+func limitWake(t *testing.T, pool *pgxpool.Pool, hold, free func()) {
+	ctx := t.Context()
+	hold()
 	repo, err := taskpg.New("consumer")
 	if err != nil {
 		t.Fatal(err)
@@ -93,10 +120,7 @@ func TestACompletionWakesConsumersWaitingAtALimit(t *testing.T) {
 	if polls > 1 {
 		t.Fatalf("the consumer polled %d times more while the topic stayed at its limit", polls)
 	}
-	completion := taskapi.Completion{Task: held[0], Decision: taskapi.Decision{Result: taskapi.Success}}
-	if err := other.Complete(ctx, pool, "t", completion); err != nil {
-		t.Fatal(err)
-	}
+	free()
 	if got := within(t, ran, "the next task, not after the hour's pause"); got != "second" {
 		t.Fatalf("ran %q, want the second task", got)
 	}

@@ -297,3 +297,17 @@ func (r *Repository) lockCandidates(ctx context.Context, tx DB, topic string, si
 	query := r.expand(r.q.pollPoints[order], "{list}", marks(len(candidates)))
 	return queryTasks(ctx, tx, query, r.args(slices.Concat([]any{topic}, candidates, []any{now{}})...)...)
 }
+
+// freed wakes the consumers of topic waiting at its limits, in the
+// transaction of a completion that frees room: on PostgreSQL, when the
+// repository's last poll of the topic found limits, it notifies the topic
+// on taskpg.TasksChannel, delivered when the completion commits, as
+// taskpg's completions do. The other dialects have no channel: their
+// consumers poll after their pause.
+func (r *Repository) freed(ctx context.Context, tx DB, topic string) error {
+	if _, limited := r.limited.Load(topic); !limited || !r.dialect.partitioned {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, r.expand(r.wake.freed), topic)
+	return err
+}

@@ -77,6 +77,11 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p 
 		return nil, err
 	}
 	limited := limits != taskapi.Limits{}
+	if limited {
+		r.limited.Store(topic, struct{}{})
+	} else {
+		r.limited.Delete(topic)
+	}
 	var blocking []any
 	if p.Condition != taskapi.Unconditional {
 		blocking = appendArgs(nil, ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))...)
@@ -232,7 +237,7 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 					return err
 				}
 			}
-			return nil
+			return r.freed(ctx, tx, topic)
 		})
 	})
 	if err != nil {

@@ -43,6 +43,10 @@ type Repository struct {
 	// the topic's row exclusively at once where they take turns on it
 	// (see lockTopic).
 	capped sync.Map
+	// limited holds the topics whose last poll found limits: on
+	// PostgreSQL their completions wake the consumers waiting at a limit
+	// (see freed).
+	limited sync.Map
 }
 
 // Option configures a Repository.

@@ -25,17 +25,23 @@ type wakeUps struct {
 	// savepoint, so that the notification is delivered when the push
 	// commits, never when it rolls back.
 	pushTopic, notifyingTopic, notifyingDue string
+	// freed notifies the channel of the topic's ready tasks (?) when a
+	// completion frees room below the topic's limits (see Repository.freed).
+	freed string
 }
 
 // newWakeUps returns the wake-ups of a repository of dialect d whose
 // queries are q, on the tables of schema (as given).
 func newWakeUps(s settings, d *dialect, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff || !d.partitioned, s.wakeInterval, s.quiet), pushTopic: q.pushTopic}
+	literal := func(base string) string {
+		return "'" + strings.ReplaceAll(edge.Channel(base, schema), "'", "''") + "'"
+	}
 	notifying := func(base string) string {
-		literal := "'" + strings.ReplaceAll(edge.Channel(base, schema), "'", "''") + "'"
-		return strings.Replace(q.pushTopic, topicCheck, topicCheck+" AND pg_notify("+literal+", topic) IS NOT NULL", 1)
+		return strings.Replace(q.pushTopic, topicCheck, topicCheck+" AND pg_notify("+literal(base)+", topic) IS NOT NULL", 1)
 	}
 	w.notifyingTopic, w.notifyingDue = notifying(edge.TasksBase), notifying(edge.DueBase)
+	w.freed = "SELECT pg_notify(" + literal(edge.TasksBase) + ", ?)"
 	return w
 }
 
