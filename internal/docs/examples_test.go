@@ -197,6 +197,38 @@ func modelLimits(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repositor
 	return nil
 }
 
+// errTryLater is the caller's answer to a tenant whose queue is full.
+var errTryLater = errors.New("try again later")
+
+func tenantsTopic(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, tenant string) error {
+	topic := "reports-" + tenant
+	if _, err := repo.Initialize(ctx, pool, topic); err != nil {
+		return err
+	}
+	if err := repo.SetCapacity(ctx, pool, topic, 10_000); err != nil { // at most 10,000 waiting
+		return err
+	}
+	return repo.SetLimits(ctx, pool, topic, taskapi.Limits{Active: 4}) // 4 at once, fleet-wide
+}
+
+func tenantsKey(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, tenant, request string) error {
+	limits := taskapi.Limits{Active: 50, PerIdentifier: 2} // 2 per tenant, 50 in all
+	if err := repo.SetLimits(ctx, pool, "reports", limits); err != nil {
+		return err
+	}
+	_, err := repo.Push(ctx, pool, "reports", taskapi.Append, taskapi.Creation{Identifier: tenant, Input: request})
+	return err
+}
+
+func tenantsFull(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, topic string, creation taskapi.Creation) error {
+	_, err := repo.Push(ctx, pool, topic, taskapi.Append, creation)
+	var full *taskapi.CapacityError
+	if errors.As(err, &full) {
+		return errTryLater // full.Capacity reports wait already: answer 429
+	}
+	return err
+}
+
 func processingComposite() (taskproc.Handler, error) {
 	amounts := taskproc.NewKey[map[string]int]("amounts")
 	steps := taskproc.NewComposite[taskpg.DB]().
