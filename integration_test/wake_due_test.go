@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskpg"
@@ -46,34 +48,7 @@ func TestAWakeUpForReadyTasksReadsNoDueTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := &dueCounter{Repository: inner}
-	ran := make(chan string, 10)
-	events := make(chan taskproc.Event, 1000)
-	client, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(pool), taskproc.WithPause(time.Hour),
-		taskproc.WithNotifier(taskpg.NewNotifier(pool)),
-		taskproc.WithListener(taskproc.ListenerFunc(func(e taskproc.Event) {
-			select {
-			case events <- e:
-			default:
-			}
-		})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = client.Handle("t", taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
-		ran <- task.Identifier
-		return taskapi.Decision{Result: taskapi.Success}, nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := client.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	ran, events := wakeConsumer(t, pool, repo)
 	waitFor := func(what string, ok func(taskproc.Event) bool) {
 		t.Helper()
 		deadline := time.After(time.Minute)
@@ -116,6 +91,41 @@ func TestAWakeUpForReadyTasksReadsNoDueTime(t *testing.T) {
 	if repo.reads.Load() == before {
 		t.Error("the push of a deferred task was run without a read of the due time")
 	}
+}
+
+// wakeConsumer starts a Client of repo on topic t, with a pause of an hour
+// and taskpg's Notifier, stopped when t ends; it returns the channels of
+// the identifiers of the tasks it ran and of the events it heard.
+func wakeConsumer(t *testing.T, pool *pgxpool.Pool, repo taskproc.Repository[taskpg.DB]) (ran chan string, events chan taskproc.Event) {
+	t.Helper()
+	ran, events = make(chan string, 10), make(chan taskproc.Event, 1000)
+	client, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(pool), taskproc.WithPause(time.Hour),
+		taskproc.WithNotifier(taskpg.NewNotifier(pool)),
+		taskproc.WithListener(taskproc.ListenerFunc(func(e taskproc.Event) {
+			select {
+			case events <- e:
+			default:
+			}
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = client.Handle("t", taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
+		ran <- task.Identifier
+		return taskapi.Decision{Result: taskapi.Success}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := client.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return ran, events
 }
 
 // within returns the next value of c, and fails after a minute.

@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -67,40 +66,12 @@ func holder[Tx any](t *testing.T, repo taskapi.Repository[Tx], db Tx) (hold, fre
 // limitWake runs a consumer at the limit that hold takes, and checks that
 // it waits, and that free wakes it.
 func limitWake(t *testing.T, pool *pgxpool.Pool, hold, free func()) {
-	ctx := t.Context()
 	hold()
 	repo, err := taskpg.New("consumer")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran := make(chan string, 10)
-	events := make(chan taskproc.Event, 1000)
-	client, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(pool), taskproc.WithPause(time.Hour),
-		taskproc.WithNotifier(taskpg.NewNotifier(pool)),
-		taskproc.WithListener(taskproc.ListenerFunc(func(e taskproc.Event) {
-			select {
-			case events <- e:
-			default:
-			}
-		})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = client.Handle("t", taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
-		ran <- task.Identifier
-		return taskapi.Decision{Result: taskapi.Success}, nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := client.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	ran, events := wakeConsumer(t, pool, repo)
 	// The Notifier's first wake-up (once it listens) and its empty poll,
 	// which the limit held back.
 	for _, kind := range []taskproc.EventKind{taskproc.EventWoken, taskproc.EventLimited, taskproc.EventEmpty} {
