@@ -159,11 +159,7 @@ func testAudit[Tx any](t *testing.T, b Backend[Tx]) {
 // auditor returns the repository as a taskapi.Auditor.
 func (w *world[Tx]) auditor() taskapi.Auditor[Tx] {
 	w.t.Helper()
-	a, ok := w.repo.(taskapi.Auditor[Tx])
-	if !ok {
-		w.t.Fatalf("%T does not implement taskapi.Auditor", w.repo)
-	}
-	return a
+	return extension[taskapi.Auditor[Tx]](w.t, w.repo)
 }
 
 // record records e on the pool and fails the test on error.

@@ -31,7 +31,7 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 		c.set(topic, 20)
 		c.set("u", 0)
 		c.wantCapacities(map[string]int64{topic: 20})
-		c.capacitor = capacitorOf(t, c.owner("owner-b")) // shared by every owner
+		c.capacitor = extension[taskapi.Capacitor[Tx]](t, c.owner("owner-b")) // shared by every owner
 		c.wantCapacities(map[string]int64{topic: 20})
 	}
 
@@ -257,17 +257,7 @@ type capacities[Tx any] struct {
 
 func capacityOf[Tx any](e *env[Tx]) *capacities[Tx] {
 	e.t.Helper()
-	return &capacities[Tx]{world: worldOf(e), capacitor: capacitorOf(e.t, e.repo)}
-}
-
-// capacitorOf returns repo as a Capacitor, or fails t.
-func capacitorOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Capacitor[Tx] {
-	t.Helper()
-	c, ok := repo.(taskapi.Capacitor[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Capacitor", repo)
-	}
-	return c
+	return &capacities[Tx]{world: worldOf(e), capacitor: extension[taskapi.Capacitor[Tx]](e.t, e.repo)}
 }
 
 func (c *capacities[Tx]) set(topic string, capacity int64) {

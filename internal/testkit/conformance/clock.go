@@ -20,7 +20,7 @@ func testClock[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["NowLiesBetweenTheTasksCreatedAroundIt"] = func(t *testing.T) {
 		e := setup(t, b, "t")
-		clock := clockOf(t, e.repo)
+		clock := extension[taskapi.Clock[Tx]](t, e.repo)
 		for round := range 50 {
 			before := e.push("t", taskapi.Append, taskapi.Creation{Identifier: "x", Suspended: true})[0]
 			now, err := clock.Now(e.ctx, e.db)
@@ -41,7 +41,7 @@ func testClock[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["NowIsTheMomentOfTheStatement"] = func(t *testing.T) {
 		e := setup(t, b, "t")
-		clock := clockOf(t, e.repo)
+		clock := extension[taskapi.Clock[Tx]](t, e.repo)
 		w := worldOf(e)
 		tx, end := w.begin()
 		first, err := clock.Now(e.ctx, tx)
@@ -100,14 +100,4 @@ func testClock[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 
 	cases(t, all)
-}
-
-// clockOf returns repo as a Clock, or fails t.
-func clockOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Clock[Tx] {
-	t.Helper()
-	c, ok := repo.(taskapi.Clock[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Clock", repo)
-	}
-	return c
 }

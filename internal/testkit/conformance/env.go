@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -141,6 +142,17 @@ func (e *env[Tx]) wantState(topic string, sequence int64, state taskapi.State) {
 	if got := e.info(topic, sequence).State; got != state {
 		e.t.Errorf("task %d of %q is %v, want %v", sequence, topic, got, state)
 	}
+}
+
+// extension returns repo as I, an interface of taskapi beside Repository
+// (a Capacitor, a Clock, ...) that every backend implements, or fails t.
+func extension[I any](t *testing.T, repo any) I {
+	t.Helper()
+	x, ok := repo.(I)
+	if !ok {
+		t.Fatalf("%T does not implement %v", repo, reflect.TypeFor[I]())
+	}
+	return x
 }
 
 // wantErr fails the test unless err wraps target.

@@ -29,7 +29,7 @@ func testFind[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 	find := func(w *world[Tx], topic string, s taskapi.Search, cursor int64, size int) []int64 {
 		w.t.Helper()
-		infos, err := finderOf(w.t, w.repo).Find(w.ctx, w.db, topic, s, cursor, size)
+		infos, err := extension[taskapi.Finder[Tx]](w.t, w.repo).Find(w.ctx, w.db, topic, s, cursor, size)
 		w.must(err, "Find(%q, %+v, %d, %d)", topic, s, cursor, size)
 		return infoSequences(infos)
 	}
@@ -108,7 +108,7 @@ func testFind[Tx any](t *testing.T, b Backend[Tx]) {
 			"too long anyway":   {Reference: strings.Repeat("x", taskapi.MaxReferenceLength+1)},
 			"bad with good one": {Identifier: "ok", Reference: "\x00"},
 		} {
-			_, err := finderOf(t, w.repo).Find(w.ctx, w.db, ta, s, taskapi.MaxSequence, 10)
+			_, err := extension[taskapi.Finder[Tx]](t, w.repo).Find(w.ctx, w.db, ta, s, taskapi.MaxSequence, 10)
 			if !errors.Is(err, taskapi.ErrInvalidArgument) {
 				t.Errorf("Find with %s = %v, want ErrInvalidArgument", name, err)
 			}
@@ -116,14 +116,4 @@ func testFind[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 
 	cases(t, all)
-}
-
-// finderOf returns repo as a Finder, or fails t.
-func finderOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Finder[Tx] {
-	t.Helper()
-	f, ok := repo.(taskapi.Finder[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Finder", repo)
-	}
-	return f
 }

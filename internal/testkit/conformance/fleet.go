@@ -36,7 +36,7 @@ func testFleet[Tx any](t *testing.T, b Backend[Tx]) {
 		want := map[string]taskapi.Activation{topic: taskapi.Running, "u": taskapi.Paused}
 		f.wantActivations(f.activator, want)
 		// Shared by every owner.
-		f.wantActivations(activatorOf(t, f.owner("owner-b")), want)
+		f.wantActivations(extension[taskapi.Activator[Tx]](t, f.owner("owner-b")), want)
 	}
 
 	all["TopicsWithoutActivationRun"] = func(t *testing.T) {
@@ -324,30 +324,10 @@ const clockTopic = "clock"
 // backend's repositories are Activators and Leaders.
 func fleetOf[Tx any](e *env[Tx]) *fleet[Tx] {
 	e.t.Helper()
-	f := &fleet[Tx]{world: worldOf(e), activator: activatorOf(e.t, e.repo), leader: leaderOf(e.t, e.repo)}
+	f := &fleet[Tx]{world: worldOf(e), activator: extension[taskapi.Activator[Tx]](e.t, e.repo), leader: extension[taskapi.Leader[Tx]](e.t, e.repo)}
 	f.initialize(clockTopic)
 	f.clock = f.leaderFor("owner-clock")
 	return f
-}
-
-// activatorOf returns repo as an Activator, or fails t.
-func activatorOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Activator[Tx] {
-	t.Helper()
-	a, ok := repo.(taskapi.Activator[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Activator", repo)
-	}
-	return a
-}
-
-// leaderOf returns repo as a Leader, or fails t.
-func leaderOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Leader[Tx] {
-	t.Helper()
-	l, ok := repo.(taskapi.Leader[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Leader", repo)
-	}
-	return l
 }
 
 // leaderFor returns a Leader for owner, which need not be registered.
@@ -355,7 +335,7 @@ func (f *fleet[Tx]) leaderFor(owner string) taskapi.Leader[Tx] {
 	f.t.Helper()
 	repo, err := f.b.New(owner)
 	f.must(err, "New(%q)", owner)
-	return leaderOf(f.t, repo)
+	return extension[taskapi.Leader[Tx]](f.t, repo)
 }
 
 func (f *fleet[Tx]) initialize(topic string) {

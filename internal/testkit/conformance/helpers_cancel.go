@@ -70,7 +70,7 @@ func stageSetup[Tx any](t *testing.T, b Backend[Tx]) *stage[Tx] {
 		s.leader = leader
 		observer, err := b.New("owner-observer")
 		s.must(err, "New(owner-observer)")
-		s.observer = leaderOf(s.t, observer)
+		s.observer = extension[taskapi.Leader[Tx]](s.t, observer)
 		term, ok, err := leader.Lead(s.ctx, s.db, stageLed, time.Hour)
 		s.must(err, "Lead(%q)", stageLed)
 		if !ok {

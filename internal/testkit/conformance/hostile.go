@@ -351,7 +351,7 @@ func (h *hostileEnv[Tx]) wantLeadersByName(owners []string) {
 		h.must(err, "Initialize(%q)", name)
 		repo, err := h.b.New(name)
 		h.must(err, "New(%q)", name)
-		term, ok, err := leaderOf(h.t, repo).Lead(h.ctx, h.db, name, time.Minute)
+		term, ok, err := extension[taskapi.Leader[Tx]](h.t, repo).Lead(h.ctx, h.db, name, time.Minute)
 		h.must(err, "Lead(%q) by %q", name, name)
 		if !ok || term.Topic != name || term.Owner != name {
 			h.t.Errorf("Lead by %q = %s, %v; want a term of its topic led by it", name, termString(term), ok)

@@ -32,7 +32,7 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 		l.set(topic, taskapi.Limits{Active: 7, PerIdentifier: 1})
 		l.set("u", taskapi.Limits{})
 		l.wantLimits(map[string]taskapi.Limits{topic: {Active: 7, PerIdentifier: 1}})
-		l.regulator = regulatorOf(t, l.owner("owner-b")) // shared by every owner
+		l.regulator = extension[taskapi.Regulator[Tx]](t, l.owner("owner-b")) // shared by every owner
 		l.wantLimits(map[string]taskapi.Limits{topic: {Active: 7, PerIdentifier: 1}})
 	}
 
@@ -156,7 +156,7 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 		// Owner polls once without limits, then owner-b sets one; Owner's
 		// next polls keep it.
 		first := l.poll(topic, 1)
-		if err := regulatorOf(t, other).SetLimits(l.ctx, l.db, topic, taskapi.Limits{PerIdentifier: 1}); err != nil {
+		if err := extension[taskapi.Regulator[Tx]](t, other).SetLimits(l.ctx, l.db, topic, taskapi.Limits{PerIdentifier: 1}); err != nil {
 			t.Fatalf("SetLimits by owner-b: %v", err)
 		}
 		got := l.poll(topic, 5)
@@ -165,7 +165,7 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 		}
 		l.complete(topic, taskapi.Success, first...)
 		// Removed by owner-b: Owner's polls take everything again.
-		if err := regulatorOf(t, other).SetLimits(l.ctx, l.db, topic, taskapi.Limits{}); err != nil {
+		if err := extension[taskapi.Regulator[Tx]](t, other).SetLimits(l.ctx, l.db, topic, taskapi.Limits{}); err != nil {
 			t.Fatalf("SetLimits by owner-b: %v", err)
 		}
 		if got := l.poll(topic, 5); len(got) != 2 {
@@ -339,17 +339,7 @@ type limits[Tx any] struct {
 
 func limitsOf[Tx any](e *env[Tx]) *limits[Tx] {
 	e.t.Helper()
-	return &limits[Tx]{world: worldOf(e), regulator: regulatorOf(e.t, e.repo)}
-}
-
-// regulatorOf returns repo as a Regulator, or fails t.
-func regulatorOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Regulator[Tx] {
-	t.Helper()
-	r, ok := repo.(taskapi.Regulator[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Regulator", repo)
-	}
-	return r
+	return &limits[Tx]{world: worldOf(e), regulator: extension[taskapi.Regulator[Tx]](e.t, e.repo)}
 }
 
 func (l *limits[Tx]) set(topic string, limits taskapi.Limits) {

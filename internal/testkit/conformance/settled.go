@@ -17,7 +17,7 @@ func testSettled[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["ReviveLeavesOutLaterTasks"] = func(t *testing.T) {
 		w, c := confirmedThenChanged(t, b)
-		revivals, err := settlerOf(t, w.repo).ReviveSettled(w.ctx, w.db, "t", taskapi.ReviveReset, taskapi.Failed, c.span, c.settled, 100)
+		revivals, err := extension[taskapi.Settler[Tx]](t, w.repo).ReviveSettled(w.ctx, w.db, "t", taskapi.ReviveReset, taskapi.Failed, c.span, c.settled, 100)
 		w.must(err, "ReviveSettled")
 		if len(revivals) != 1 || revivals[0].Previous != c.confirmed {
 			t.Errorf("ReviveSettled revived %v, want only task %d", revivals, c.confirmed.Sequence)
@@ -26,7 +26,7 @@ func testSettled[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 	all["ReassignLeavesOutLaterTasks"] = func(t *testing.T) {
 		w, c := confirmedThenChanged(t, b)
-		n, err := settlerOf(t, w.repo).ReassignSettled(w.ctx, w.db, "t", taskapi.Failed, taskapi.Success, c.span, c.settled)
+		n, err := extension[taskapi.Settler[Tx]](t, w.repo).ReassignSettled(w.ctx, w.db, "t", taskapi.Failed, taskapi.Success, c.span, c.settled)
 		w.must(err, "ReassignSettled")
 		wantN(t, "ReassignSettled", n, 1)
 		w.want("t", c.confirmed.Sequence, taskapi.Succeeded, taskapi.Failed)
@@ -34,7 +34,7 @@ func testSettled[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 	all["PurgeLeavesOutLaterTasks"] = func(t *testing.T) {
 		w, c := confirmedThenChanged(t, b)
-		n, err := settlerOf(t, w.repo).PurgeSettled(w.ctx, w.db, "t", c.span, c.settled)
+		n, err := extension[taskapi.Settler[Tx]](t, w.repo).PurgeSettled(w.ctx, w.db, "t", c.span, c.settled)
 		w.must(err, "PurgeSettled")
 		wantN(t, "PurgeSettled", n, 1)
 		w.missing("t", c.confirmed.Sequence)
@@ -42,7 +42,7 @@ func testSettled[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 	all["PurgeTakesUncompletedTasksWithinTheSpan"] = func(t *testing.T) {
 		w, c := confirmedThenChanged(t, b)
-		n, err := settlerOf(t, w.repo).PurgeSettled(w.ctx, w.db, "t", c.span, c.settled, taskapi.Ready)
+		n, err := extension[taskapi.Settler[Tx]](t, w.repo).PurgeSettled(w.ctx, w.db, "t", c.span, c.settled, taskapi.Ready)
 		w.must(err, "PurgeSettled(Ready)")
 		wantN(t, "PurgeSettled(Ready)", n, 1)
 		w.missing("t", c.ready.Sequence)
@@ -50,7 +50,7 @@ func testSettled[Tx any](t *testing.T, b Backend[Tx]) {
 	}
 	all["ZeroTimeBoundsBySpanAlone"] = func(t *testing.T) {
 		w, c := confirmedThenChanged(t, b)
-		n, err := settlerOf(t, w.repo).ReassignSettled(w.ctx, w.db, "t", taskapi.Failed, taskapi.Success, c.span, time.Time{})
+		n, err := extension[taskapi.Settler[Tx]](t, w.repo).ReassignSettled(w.ctx, w.db, "t", taskapi.Failed, taskapi.Success, c.span, time.Time{})
 		w.must(err, "ReassignSettled(zero time)")
 		wantN(t, "ReassignSettled(zero time)", n, 2)
 		w.want("t", c.finished.Sequence, taskapi.Succeeded, taskapi.Failed)
@@ -77,7 +77,7 @@ func confirmedThenChanged[Tx any](t *testing.T, b Backend[Tx]) (*world[Tx], conf
 	c.confirmed = w.task("t", "confirmed", taskapi.Failed)
 	c.finished = w.task("t", "finished", taskapi.Ready)
 	c.ready = w.task("t", "ready", taskapi.Ready)
-	settled, err := clockOf(t, w.repo).Now(w.ctx, w.db)
+	settled, err := extension[taskapi.Clock[Tx]](t, w.repo).Now(w.ctx, w.db)
 	w.must(err, "Now")
 	c.span, c.settled = taskapi.Range{From: taskapi.Inception, To: c.ready.Sequence}, settled
 	time.Sleep(tick) // the completions below come later on any clock's resolution
@@ -100,15 +100,4 @@ func wantLate[Tx any](w *world[Tx], c confirmation) {
 	w.want("t", c.failed.Sequence, taskapi.Failed, taskapi.Ready)
 	w.want("t", c.ready.Sequence, taskapi.Ready, taskapi.Ready)
 	w.want("t", c.pushed.Sequence, taskapi.Ready, taskapi.Ready)
-}
-
-// settlerOf returns repo as a taskapi.Settler, which every backend's
-// repository implements.
-func settlerOf[Tx any](t *testing.T, repo taskapi.Repository[Tx]) taskapi.Settler[Tx] {
-	t.Helper()
-	s, ok := repo.(taskapi.Settler[Tx])
-	if !ok {
-		t.Fatalf("%T does not implement taskapi.Settler", repo)
-	}
-	return s
 }

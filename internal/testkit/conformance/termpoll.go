@@ -122,7 +122,7 @@ func testTermPolls[Tx any](t *testing.T, b Backend[Tx]) {
 	// then begins the next term; the former term claims nothing.
 	all["APollUnderATermHoldsOffTheNextLeader"] = func(t *testing.T) {
 		f := fleetOf(setup(t, b, topic))
-		clock := clockOf(t, f.repo)
+		clock := extension[taskapi.Clock[Tx]](t, f.repo)
 		tasks := f.pushIDs(topic, "a", "b")
 		term := f.mustLead(f.leader, topic, 3*time.Second) // the poll below claims well within it
 		tx, end := f.begin()
