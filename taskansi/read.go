@@ -15,7 +15,7 @@ import (
 // allStates is every state, in ordinal order.
 var allStates = []taskapi.State{
 	taskapi.Active, taskapi.Ready, taskapi.Expired, taskapi.Failed, taskapi.Suspended,
-	taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant,
+	taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant, taskapi.Cancelled,
 }
 
 // filter is the conditions and arguments of the filters that are not empty.

@@ -72,7 +72,7 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 }
 
 // Purge deletes the tasks of topic within span in the given states (Failed to
-// Redundant when none are given) and returns how many.
+// Cancelled when none are given) and returns how many.
 func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskapi.Range, states ...taskapi.State) (int64, error) {
 	return r.PurgeSettled(ctx, db, topic, span, time.Time{}, states...)
 }
@@ -92,7 +92,7 @@ func (r *Repository) PurgeSettled(ctx context.Context, db DB, topic string, span
 	return n, nil
 }
 
-// PurgeBefore purges, in the default states Failed to Redundant, every task of
+// PurgeBefore purges, in the default states Failed to Cancelled, every task of
 // topic created at or before t, and none created after it, in one statement:
 // taskapi.PurgeBefore, which Go cannot instantiate from a *sql.DB.
 func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t time.Time) (int64, error) {

@@ -61,15 +61,16 @@ const (
 	Succeeded              // completed with Success
 	Recreated              // revived as a new task
 	Redundant              // replaced by a newer task with the same identifier
+	Cancelled              // cancelled before it ran, or while it ran (see Canceller)
 )
 
-var stateNames = []string{"ACTIVE", "READY", "EXPIRED", "FAILED", "SUSPENDED", "FILTERED", "SUCCEEDED", "RECREATED", "REDUNDANT"}
+var stateNames = []string{"ACTIVE", "READY", "EXPIRED", "FAILED", "SUSPENDED", "FILTERED", "SUCCEEDED", "RECREATED", "REDUNDANT", "CANCELLED"}
 
 // String returns the upper-case name of the state, such as "READY".
 func (s State) String() string { return enumName(stateNames, "State", s) }
 
-// Valid reports whether s is one of the nine defined states.
-func (s State) Valid() bool { return s >= Active && s <= Redundant }
+// Valid reports whether s is one of the ten defined states.
+func (s State) Valid() bool { return s >= Active && s <= Cancelled }
 
 // Completed reports whether s is the state of a completed task (Failed to Succeeded).
 func (s State) Completed() bool { return s >= Failed && s <= Succeeded }

@@ -36,7 +36,7 @@ func enumOf[E interface {
 func TestEnums(t *testing.T) {
 	t.Parallel()
 	tests := []enumCase{
-		enumOf("State", taskapi.ParseState, "ACTIVE", "READY", "EXPIRED", "FAILED", "SUSPENDED", "FILTERED", "SUCCEEDED", "RECREATED", "REDUNDANT"),
+		enumOf("State", taskapi.ParseState, "ACTIVE", "READY", "EXPIRED", "FAILED", "SUSPENDED", "FILTERED", "SUCCEEDED", "RECREATED", "REDUNDANT", "CANCELLED"),
 		enumOf("Result", taskapi.ParseResult, "FAILURE", "SUSPENSION", "FILTER", "SUCCESS"),
 		enumOf("Insertion", taskapi.ParseInsertion, "APPEND", "SUPERSEDE", "REPLACE", "DELETE"),
 		enumOf("Order", taskapi.ParseOrder, "FIFO", "LIFO"),

@@ -122,7 +122,7 @@ func parser[E interface {
 }
 
 var enumParsers = []enumParser{
-	parser("State", taskapi.ParseState, "ACTIVE", "READY", "EXPIRED", "FAILED", "SUSPENDED", "FILTERED", "SUCCEEDED", "RECREATED", "REDUNDANT"),
+	parser("State", taskapi.ParseState, "ACTIVE", "READY", "EXPIRED", "FAILED", "SUSPENDED", "FILTERED", "SUCCEEDED", "RECREATED", "REDUNDANT", "CANCELLED"),
 	parser("Result", taskapi.ParseResult, "FAILURE", "SUSPENSION", "FILTER", "SUCCESS"),
 	parser("Insertion", taskapi.ParseInsertion, "APPEND", "SUPERSEDE", "REPLACE", "DELETE"),
 	parser("Order", taskapi.ParseOrder, "FIFO", "LIFO"),

@@ -14,7 +14,7 @@ func PollOne[Tx any](ctx context.Context, src Source[Tx], tx Tx, topic string, o
 	return tasks[0], true, nil
 }
 
-// PurgeBefore purges, in the default states Failed to Redundant, every task
+// PurgeBefore purges, in the default states Failed to Cancelled, every task
 // of topic created at or before t and none created after it, and returns how
 // many. A repository with a PurgeBefore method of its own, as taskpg's and
 // taskansi's have, does it in one statement; for others the helper resolves
@@ -45,7 +45,7 @@ func PurgeBefore[Tx any](ctx context.Context, repo Repository[Tx], tx Tx, topic 
 // purgeMixed purges one by one the tasks of span created at or before t,
 // adding to n.
 func purgeMixed[Tx any](ctx context.Context, repo Repository[Tx], tx Tx, topic string, t time.Time, span Range, n int64) (int64, error) {
-	listing := Listing{States: []State{Failed, Suspended, Filtered, Succeeded, Recreated, Redundant}}
+	listing := Listing{States: []State{Failed, Suspended, Filtered, Succeeded, Recreated, Redundant, Cancelled}}
 	for cursor := span.From - 1; ; {
 		infos, err := repo.Page(ctx, tx, topic, listing, cursor, 1000, Forward)
 		if err != nil || len(infos) == 0 {

@@ -91,7 +91,7 @@ type Repository[Tx any] interface {
 	// PurgeAll drops all tasks of topic and keeps the topic.
 	PurgeAll(ctx context.Context, tx Tx, topic string) error
 	// Purge deletes the tasks of topic within span in the given states
-	// (Failed to Redundant when none are given) and returns how many.
+	// (Failed to Cancelled when none are given) and returns how many.
 	Purge(ctx context.Context, tx Tx, topic string, span Range, states ...State) (int64, error)
 	// Refresh refreshes the planner statistics where the database has them.
 	Refresh(ctx context.Context, tx Tx) error

@@ -16,7 +16,7 @@ import (
 // allStates is the state filter that filters nothing.
 var allStates = []taskapi.State{
 	taskapi.Active, taskapi.Ready, taskapi.Expired, taskapi.Failed, taskapi.Suspended,
-	taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant,
+	taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant, taskapi.Cancelled,
 }
 
 // stateFilter returns the ordinals of states, or of every state when none are
@@ -237,7 +237,7 @@ func (r *Repository) resolve(ctx context.Context, db DB, topics []string, at tim
 	return found, err
 }
 
-// PurgeBefore purges, in the default states Failed to Redundant, every task of
+// PurgeBefore purges, in the default states Failed to Cancelled, every task of
 // topic created at or before t, and none created after it, in one statement:
 // taskapi.PurgeBefore, which Go cannot instantiate from a pool.
 func (r *Repository) PurgeBefore(ctx context.Context, db DB, topic string, t time.Time) (int64, error) {

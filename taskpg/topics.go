@@ -78,7 +78,7 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 }
 
 // Purge deletes the tasks of topic within span in the given states (Failed to
-// Redundant when none are given) and returns how many.
+// Cancelled when none are given) and returns how many.
 func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskapi.Range, states ...taskapi.State) (int64, error) {
 	return r.PurgeSettled(ctx, db, topic, span, time.Time{}, states...)
 }

@@ -119,10 +119,10 @@ func Purge(topic string, span taskapi.Range, states []taskapi.State) ([]taskapi.
 }
 
 // DefaultPurged are the states Purge deletes when given none: Failed to
-// Redundant, every state of a task that is done.
+// Cancelled, every state of a task that is done.
 var DefaultPurged = []taskapi.State{
 	taskapi.Failed, taskapi.Suspended, taskapi.Filtered,
-	taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant,
+	taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant, taskapi.Cancelled,
 }
 
 // Page checks the arguments of Page and reports whether the page can hold
@@ -183,4 +183,25 @@ func finding(topic string, search taskapi.Search) error {
 		return nil
 	}
 	return Identifier(search.Identifier)
+}
+
+// Cancel checks the arguments of Cancel and reports whether there is a
+// task to cancel.
+func Cancel(topic, reason string, sequences []int64) (bool, error) {
+	err := Topic(topic)
+	if err == nil {
+		err = Text("reason", reason)
+	}
+	return ran(len(sequences) > 0, err)
+}
+
+// CancelIdentifier checks the arguments of CancelIdentifier.
+func CancelIdentifier(topic, identifier, reason string) error {
+	if err := Topic(topic); err != nil {
+		return err
+	}
+	if err := Identifier(identifier); err != nil {
+		return err
+	}
+	return Text("reason", reason)
 }

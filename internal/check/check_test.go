@@ -96,8 +96,8 @@ func TestDurationAndEnums(t *testing.T) {
 	if err := check.Enum(taskapi.Insertion(4)); !errors.Is(err, taskapi.ErrInvalidArgument) {
 		t.Errorf("Insertion(4): %v", err)
 	}
-	if err := check.States([]taskapi.State{taskapi.Ready, taskapi.State(9)}, nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
-		t.Errorf("State(9): %v", err)
+	if err := check.States([]taskapi.State{taskapi.Ready, taskapi.State(10)}, nil); !errors.Is(err, taskapi.ErrInvalidArgument) {
+		t.Errorf("State(10): %v", err)
 	}
 	if err := check.Revivable(taskapi.Ready); !errors.Is(err, taskapi.ErrInvalidArgument) {
 		t.Errorf("Revivable(Ready): %v", err)

@@ -380,7 +380,7 @@ func micros(t time.Time) int64 { return t.Unix()*1_000_000 + int64(t.Nanosecond(
 type span struct{ lo, hi int }
 
 var (
-	states          = span{0, 8} // ACTIVE to REDUNDANT
+	states          = span{0, 9} // ACTIVE to CANCELLED
 	revivableStates = span{2, 6} // EXPIRED to SUCCEEDED
 	results         = span{0, 3} // FAILURE to SUCCESS
 	insertions      = span{0, 3} // APPEND to DELETE
@@ -400,7 +400,7 @@ func (s span) has(v int) bool { return v >= s.lo && v <= s.hi }
 //
 // Properties, for any two integers v and w, any duration d and any topic:
 //   - nothing panics, String included for an undefined value;
-//   - Enum accepts exactly the documented ordinals of each enum (State 0–8,
+//   - Enum accepts exactly the documented ordinals of each enum (State 0–9,
 //     Result 0–3, Insertion 0–3, Order 0–1, Condition 0–3,
 //     Revivification 0–3, Junction 0–1, Direction 0–1, Snapshot 0–1,
 //     Activation 0–2), and States and Revivable the states allowed (any

@@ -5,7 +5,7 @@
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
 // owners, read, purge, input, atomicity, clock, races, promises, fleet,
-// capacity, limits,
+// capacity, limits, cancelling,
 // termpoll, deferred, schedule, roster, find, hostile, cancel, unavailable,
 // audit; schedule holds NextDue too, which tells a runtime when to poll
 // next).
@@ -80,6 +80,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Fleet", func(t *testing.T) { testFleet(t, b) })
 	t.Run("Capacity", func(t *testing.T) { testCapacity(t, b) })
 	t.Run("Limits", func(t *testing.T) { testLimits(t, b) })
+	t.Run("Cancelling", func(t *testing.T) { testCancelling(t, b) })
 	t.Run("TermPolls", func(t *testing.T) { testTermPolls(t, b) })
 	t.Run("Deferred", func(t *testing.T) { testDeferred(t, b) })
 	t.Run("NextDue", func(t *testing.T) { testNextDue(t, b) })
