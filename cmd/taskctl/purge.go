@@ -25,7 +25,7 @@ func (a *app) purgeCommand() *cobra.Command {
 		Use:   "purge",
 		Short: "Delete finished tasks by sequence range, by time or by state",
 		Long: `purge deletes a topic's tasks in the given states (default: every finished
-state, FAILED to REDUNDANT) within --from/--to, created before a time
+state, FAILED to CANCELLED) within --from/--to, created before a time
 (--before TIMESTAMP, --older-than DURATION). It counts them first: --dry-run
 prints that count and changes nothing; on a terminal it asks before it
 deletes, unless --yes; without a terminal it needs --yes.
@@ -41,7 +41,7 @@ takes it).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.purge(cmd, f) },
 	}
 	topicFlag(c, &f.topic)
-	c.Flags().StringSliceVarP(&f.states, "state", "s", nil, "only these states (default FAILED to REDUNDANT)")
+	c.Flags().StringSliceVarP(&f.states, "state", "s", nil, "only these states (default FAILED to CANCELLED)")
 	c.Flags().StringVar(&f.before, "before", "", "only tasks created before this time")
 	c.Flags().StringVar(&f.olderThan, "older-than", "", "only tasks created longer ago than this (720h)")
 	c.Flags().BoolVar(&f.dryRun, "dry-run", false, "print how many tasks would go, and change nothing")

@@ -188,7 +188,7 @@ func benchCrowded(t *testing.T, base string, b *browser) {
 // benchStates are the names of every state.
 func benchStates() []string {
 	var names []string
-	for s := taskapi.Active; s <= taskapi.Redundant; s++ {
+	for s := taskapi.Active; s <= taskapi.Cancelled; s++ {
 		names = append(names, s.String())
 	}
 	return names

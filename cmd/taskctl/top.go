@@ -26,7 +26,7 @@ every --interval until you press q (or ctrl+c, or esc):
 
   TOPIC       the topic
   ACTIVATION  RUNNING, PAUSED or DRAINING (see 'taskctl topic pause')
-  READY, ACTIVE, EXPIRED, FAILED, SUSPENDED, SUCCEEDED
+  READY, ACTIVE, EXPIRED, FAILED, SUSPENDED, SUCCEEDED, CANCELLED
               how many tasks are in each state now
   OTHER       the FILTERED, RECREATED and REDUNDANT tasks together
   DONE/S      tasks completed per second over the last --window

@@ -12,7 +12,7 @@ import (
 
 // topColumns are the columns of top's table.
 var topColumns = []string{
-	"TOPIC", "ACTIVATION", "READY", "ACTIVE", "EXPIRED", "FAILED", "SUSPENDED", "SUCCEEDED", "OTHER",
+	"TOPIC", "ACTIVATION", "READY", "ACTIVE", "EXPIRED", "FAILED", "SUSPENDED", "SUCCEEDED", "CANCELLED", "OTHER",
 	"DONE/S", "PUSHED/S", "WAIT",
 }
 
@@ -43,12 +43,12 @@ func topSeed(t *testing.T, database string) {
 	must(t, database, "topic", "pause", "beta")
 }
 
-// topWantRows are the first nine cells of the rows topSeed leaves: topic,
+// topWantRows are the first ten cells of the rows topSeed leaves: topic,
 // activation and the counts of READY to OTHER.
 var topWantRows = map[string][]string{
-	"alpha": {"alpha", "RUNNING", "2", "1", "0", "1", "0", "1", "0"},
-	"beta":  {"beta", "PAUSED", "2", "0", "0", "0", "2", "0", "1"},
-	"idle":  {"idle", "RUNNING", "0", "0", "0", "0", "0", "0", "0"},
+	"alpha": {"alpha", "RUNNING", "2", "1", "0", "1", "0", "1", "0", "0"},
+	"beta":  {"beta", "PAUSED", "2", "0", "0", "0", "2", "0", "0", "1"},
+	"idle":  {"idle", "RUNNING", "0", "0", "0", "0", "0", "0", "0", "0"},
 }
 
 // TestTopDrawsOnATerminalAndQuits runs top on a pseudo-terminal: it draws
@@ -88,7 +88,7 @@ func TestTopDrawsOnATerminalAndQuits(t *testing.T) {
 // topScreenWants is what the live view of topSeed's database shows, as
 // words in order once the escape sequences are gone.
 func topScreenWants() []string {
-	wants := []string{"TOPIC ACTIVATION READY ACTIVE EXPIRED FAILED SUSPENDED SUCCEEDED OTHER DONE/S PUSHED/S WAIT"}
+	wants := []string{"TOPIC ACTIVATION READY ACTIVE EXPIRED FAILED SUSPENDED SUCCEEDED CANCELLED OTHER DONE/S PUSHED/S WAIT"}
 	for _, topic := range []string{"alpha", "beta", "idle"} {
 		wants = append(wants, strings.Join(topWantRows[topic], " "))
 	}
@@ -124,11 +124,11 @@ func checkTopTable(t *testing.T, out string) {
 	}
 	for i, topic := range []string{"alpha", "beta", "idle"} {
 		cells := strings.Fields(lines[i+1])
-		if len(cells) != len(topColumns) || !slices.Equal(cells[:9], topWantRows[topic]) {
+		if len(cells) != len(topColumns) || !slices.Equal(cells[:10], topWantRows[topic]) {
 			t.Errorf("row of %s: %q, want it to begin %q", topic, cells, topWantRows[topic])
 			continue
 		}
-		if wait := cells[11]; (topic == "idle") != (wait == "-") {
+		if wait := cells[12]; (topic == "idle") != (wait == "-") {
 			t.Errorf("WAIT of %s: %q", topic, wait)
 		}
 	}
@@ -194,8 +194,8 @@ func checkTopJSONTopics(t *testing.T, got topReading) {
 	for i, w := range want {
 		g := got.Topics[i]
 		if g.Topic != w.topic || g.Activation != w.activation || g.States["READY"] != w.ready ||
-			g.States["SUSPENDED"] != w.suspended || len(g.States) != 9 || g.Done != w.done || g.Pushed != w.pushed {
-			t.Errorf("topic %d: %+v, want %+v with all nine states", i, g, w)
+			g.States["SUSPENDED"] != w.suspended || len(g.States) != 10 || g.Done != w.done || g.Pushed != w.pushed {
+			t.Errorf("topic %d: %+v, want %+v with all ten states", i, g, w)
 		}
 		if g.DonePerSecond != float64(w.done)/3600 || g.PushedPerSecond != float64(w.pushed)/3600 {
 			t.Errorf("%s: done/s %v, pushed/s %v; want %v and %v", w.topic, g.DonePerSecond, g.PushedPerSecond, float64(w.done)/3600, float64(w.pushed)/3600)

@@ -36,7 +36,7 @@ func report(c Config, s demoSummary) error {
 // that some topic has, in the states' order.
 func demoStateTable(topics []demoTopicSummary) ([]string, [][]string) {
 	var states []taskapi.State
-	for state := taskapi.Active; state <= taskapi.Redundant; state++ {
+	for state := taskapi.Active; state <= taskapi.Cancelled; state++ {
 		if slices.ContainsFunc(topics, func(t demoTopicSummary) bool { return t.States[state.String()] > 0 }) {
 			states = append(states, state)
 		}

@@ -42,9 +42,10 @@ var ErrNotFound = errors.New("not found")
 const Batch = 1000
 
 // PurgedStates are the states a purge deletes when none are named: every
-// finished state, FAILED to REDUNDANT.
+// finished state, FAILED to CANCELLED.
 var PurgedStates = []taskapi.State{
 	taskapi.Failed, taskapi.Suspended, taskapi.Filtered, taskapi.Succeeded, taskapi.Recreated, taskapi.Redundant,
+	taskapi.Cancelled,
 }
 
 // LookupTasks finds the tasks of topic with the given sequences; an

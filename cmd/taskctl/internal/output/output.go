@@ -40,7 +40,7 @@ func JSON(w io.Writer, v any) error {
 var stateColors = map[string]string{
 	"ACTIVE": "12", "READY": "14", "EXPIRED": "11", "FAILED": "9", "FAILURE": "9",
 	"SUSPENDED": "13", "SUSPENSION": "13", "FILTERED": "8", "FILTER": "8",
-	"SUCCEEDED": "10", "SUCCESS": "10", "RECREATED": "8", "REDUNDANT": "8",
+	"SUCCEEDED": "10", "SUCCESS": "10", "RECREATED": "8", "REDUNDANT": "8", "CANCELLED": "5",
 	"RUNNING": "10", "PAUSED": "11", "DRAINING": "13",
 }
 

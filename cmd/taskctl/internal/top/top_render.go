@@ -12,14 +12,14 @@ import (
 
 // topHeaders are the columns of top's table.
 var topHeaders = []string{
-	"TOPIC", "ACTIVATION", "READY", "ACTIVE", "EXPIRED", "FAILED", "SUSPENDED", "SUCCEEDED", "OTHER",
+	"TOPIC", "ACTIVATION", "READY", "ACTIVE", "EXPIRED", "FAILED", "SUSPENDED", "SUCCEEDED", "CANCELLED", "OTHER",
 	"DONE/S", "PUSHED/S", "WAIT",
 }
 
 // topStateColumns are the states with a column of their own, in order;
 // topOtherStates share the column OTHER.
 var (
-	topStateColumns = []taskapi.State{taskapi.Ready, taskapi.Active, taskapi.Expired, taskapi.Failed, taskapi.Suspended, taskapi.Succeeded}
+	topStateColumns = []taskapi.State{taskapi.Ready, taskapi.Active, taskapi.Expired, taskapi.Failed, taskapi.Suspended, taskapi.Succeeded, taskapi.Cancelled}
 	topOtherStates  = []taskapi.State{taskapi.Filtered, taskapi.Recreated, taskapi.Redundant}
 )
 
@@ -127,7 +127,7 @@ func (s topSnapshot) toJSON(cfg Config) topJSON {
 			Done: t.done, Pushed: t.pushed,
 			DonePerSecond: topPerSecond(t.done, cfg.Window), PushedPerSecond: topPerSecond(t.pushed, cfg.Window),
 		}
-		for state := taskapi.Active; state <= taskapi.Redundant; state++ {
+		for state := taskapi.Active; state <= taskapi.Cancelled; state++ {
 			j.States[state.String()] = t.states[state]
 		}
 		if t.waiting {

@@ -12,7 +12,7 @@ import (
 )
 
 // planPurge deletes finished tasks: topic, states (default FAILED to
-// REDUNDANT), from and to, and before (a time) or older (a duration). The
+// CANCELLED), from and to, and before (a time) or older (a duration). The
 // confirmation counts what would go, within the budget; the time is
 // resolved to a sequence when the purge runs, and is sent back as a time.
 func (s *Server) planPurge(ctx context.Context, f form, preview bool) (*plan, error) {

@@ -17,7 +17,7 @@ func choosesTasks(f form) bool { return len(url.Values(f)["seq"]) > 0 }
 // planPurgeChosen deletes tasks named by sequence (seq, repeated: a group
 // of the failures page, what a search found), each only while it is in
 // one of the states in (repeated; default: the states it is in at the
-// confirmation, each of FAILED to REDUNDANT). The confirmation sends back
+// confirmation, each of FAILED to CANCELLED). The confirmation sends back
 // the sequences and the states, so the purge deletes none but these tasks,
 // and none that changed state meanwhile (a task revived since stays).
 func (s *Server) planPurgeChosen(ctx context.Context, f form, preview bool) (*plan, error) {
@@ -31,7 +31,7 @@ func (s *Server) planPurgeChosen(ctx context.Context, f form, preview bool) (*pl
 	}
 	for _, st := range in {
 		if !slices.Contains(ops.PurgedStates, st) {
-			return nil, badRequest("state %s: only FAILED to REDUNDANT can be purged", st)
+			return nil, badRequest("state %s: only FAILED to CANCELLED can be purged", st)
 		}
 	}
 	if preview {

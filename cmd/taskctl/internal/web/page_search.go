@@ -131,7 +131,7 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 
 // foundLinks returns the actions on what a search found in topic: revive
 // and reassign of those in EXPIRED to SUCCEEDED, defer of the READY ones,
-// purge of the finished ones (FAILED to REDUNDANT) in the states they
+// purge of the finished ones (FAILED to CANCELLED) in the states they
 // were found in.
 func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 	var revivable, ready, finished []int64
