@@ -21,7 +21,7 @@ import (
 
 // Every command that changes something records it in the database's
 // audit log (taskapi.Auditor) through audited, once it ran: topic init,
-// destroy, pause, resume, drain, capacity and limits; revive, reassign, defer and purge;
+// destroy, pause, resume, drain, capacity and limits; revive, reassign, defer, cancel and purge;
 // owners purge and expire. Reads and pushes (the producers' work) record
 // nothing.
 

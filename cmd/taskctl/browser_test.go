@@ -36,6 +36,7 @@ func TestBrowserDashboard(t *testing.T) {
 	t.Run("HostileStringsAreText", func(t *testing.T) { browseHostile(b.with(t), base) })
 	t.Run("FilterAndPage", func(t *testing.T) { browsePages(b.with(t), base, orders) })
 	t.Run("Actions", func(t *testing.T) { browseActions(b.with(t), base, s, orders) })
+	t.Run("Cancel", func(t *testing.T) { browseCancel(b.with(t), base, s, orders) })
 	t.Run("LiveRefresh", func(t *testing.T) { browseLive(b.with(t), base, s) })
 	t.Run("Phone", func(t *testing.T) {
 		b := b.with(t)
@@ -248,6 +249,34 @@ func browseActions(b *tab, base string, s store, orders []int64) {
 	if n := stateCounts(t, s, "orders")[taskapi.Expired]; n != 3 {
 		t.Errorf("after expire orders holds %d EXPIRED tasks, want 3", n)
 	}
+}
+
+// browseCancel cancels the last READY task of orders from its page, with
+// a reason, and the READY task of the identifier of the one before from
+// the page of its tasks, each through its confirmation, and checks the
+// database after each.
+func browseCancel(b *tab, base string, s store, orders []int64) {
+	t := b.t
+	last, before := orders[len(orders)-1], orders[len(orders)-2]
+	b.open(fmt.Sprintf("%s/task?topic=orders&seq=%d", base, last))
+	b.set(`form.cancel-offer input[name=reason]`, "customer left")
+	b.click(`form.cancel-offer button`)
+	if out := confirm(b, fmt.Sprintf("Task %d of \"orders\", READY, would be CANCELLED", last)); !strings.Contains(out, `cancelled 1 task of "orders"`) {
+		t.Errorf("cancel says %q", out)
+	}
+	wantStatesOf(t, s, []int64{last}, taskapi.Cancelled)
+	if info, _, _ := s.Lookup(t.Context(), "orders", last); info.Output != taskapi.CancelOutput("customer left") {
+		t.Errorf("the output of the cancelled task is %q", info.Output)
+	}
+	b.open(fmt.Sprintf("%s/task?topic=orders&seq=%d", base, last))
+	if state := b.text("h1 .state"); state != "CANCELLED" {
+		t.Errorf("the page of the cancelled task shows it %s", state)
+	}
+	identifier := fmt.Sprintf("order-%03d", len(orders)-2)
+	b.open(base + "/topic?topic=orders&identifier=" + identifier)
+	b.click(`form.cancel-offer button`)
+	confirm(b, fmt.Sprintf("1 READY task of identifier %q", identifier))
+	wantStatesOf(t, s, []int64{before}, taskapi.Cancelled)
 }
 
 // wantStatesOf fails t unless the tasks of orders with seqs are in state.

@@ -107,7 +107,7 @@ func (a *app) commands() []*cobra.Command {
 	grouped := map[string][]*cobra.Command{
 		"setup":  {a.migrateCommand(), a.topicCommand(), a.ownersCommand(), a.expireCommand()},
 		"read":   {a.listCommand(), a.showCommand(), a.countCommand(), a.resultsCommand(), a.resolveCommand(), a.auditCommand()},
-		"change": {a.pushCommand(), a.reviveCommand(), a.reassignCommand(), a.deferCommand(), a.purgeCommand()},
+		"change": {a.pushCommand(), a.reviveCommand(), a.reassignCommand(), a.deferCommand(), a.cancelCommand(), a.purgeCommand()},
 		"watch":  {a.topCommand(), a.serveCommand(), a.demoCommand()},
 	}
 	var all []*cobra.Command

@@ -57,6 +57,11 @@ type store interface {
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
 	Defer(ctx context.Context, topic string, until time.Time, tasks []taskapi.Task) error
+	// Cancel, CancelIdentifier and CancelIn cancel tasks
+	// (taskapi.Canceller; store_cancel.go).
+	Cancel(ctx context.Context, topic, reason string, sequences []int64) ([]taskapi.Cancellation, error)
+	CancelIdentifier(ctx context.Context, topic, identifier, reason string) ([]taskapi.Cancellation, error)
+	CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error)
 	Purge(ctx context.Context, topic string, span taskapi.Range, states []taskapi.State) (int64, error)
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	PurgeOwners(ctx context.Context, after time.Duration) (int64, error)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -188,4 +189,24 @@ func Cutoff(beforeName, before, olderName, olderThan string, now time.Time) (tim
 		return ParseWhen(beforeName, before, now)
 	}
 	return time.Time{}, nil
+}
+
+// MaxReason bounds the reason of a cancellation that taskctl and its
+// dashboard take: it goes into the output of every task cancelled, and
+// into the audit log.
+const MaxReason = 1000
+
+// CheckReason checks the reason of a cancellation, which name names in
+// errors: at most MaxReason bytes of valid UTF-8 text without a NUL byte
+// (what taskapi.Canceller refuses otherwise, with ErrInvalidArgument).
+func CheckReason(name, reason string) error {
+	switch {
+	case len(reason) > MaxReason:
+		return usagef("%s is %d bytes long: give at most %d", name, len(reason), MaxReason)
+	case !utf8.ValidString(reason):
+		return usagef("%s is not valid UTF-8 text", name)
+	case strings.ContainsRune(reason, 0):
+		return usagef("%s holds a NUL byte", name)
+	}
+	return nil
 }

@@ -30,6 +30,7 @@ func (s *Server) actions() []action {
 		{"revive", s.planRevive},
 		{"reassign", s.planReassign},
 		{"defer", s.planDefer},
+		{"cancel", s.planCancel},
 		{"retry", s.planRetry},
 		{"purge", s.planPurge},
 		{"expire", s.planExpire},

@@ -30,7 +30,11 @@ type taskData struct {
 	Act        map[string]string // the links to the actions on this task, by action
 	Revivable  bool
 	Deferrable bool
-	ReadOnly   bool
+	// Cancel offers to cancel the task when it is READY or ACTIVE, and
+	// CancelReady the READY tasks of its identifier that the page shows
+	// (action_cancel.go); nil otherwise.
+	Cancel, CancelReady *cancelOffer
+	ReadOnly            bool
 }
 
 // taskPage shows every field of one task, its input and output as text,
@@ -66,6 +70,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		d.Next = d.Info.NotBefore
 	}
 	d.Revivable, d.Deferrable = d.Info.State.Revivable(), d.Info.State == taskapi.Ready
+	d.Cancel = offerCancel(topic, d.Info)
 	d.Identifier = link("/topic", url.Values{"topic": {topic}, "identifier": {d.Info.Identifier}})
 	if err := s.relatives(r, &d); err != nil {
 		s.fail(w, r, err)
@@ -87,6 +92,7 @@ func (s *Server) relatives(r *http.Request, d *taskData) error {
 		return err
 	}
 	d.Earlier, d.Later = rowsOf(d.Topic, earlier), rowsOf(d.Topic, later)
+	d.CancelReady = offerCancelReady(d.Topic, d.Info.Identifier, append(append(earlier, d.Info), later...))
 	for _, row := range d.Earlier {
 		if row.Info.State == taskapi.Recreated {
 			d.Recreated = append(d.Recreated, row)

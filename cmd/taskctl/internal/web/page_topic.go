@@ -207,6 +207,9 @@ type topicData struct {
 	Last       string
 	ReadOnly   bool
 	Query      url.Values // the filters, for the forms of actions
+	// CancelReady offers to cancel the READY tasks the page shows when it
+	// lists the tasks of one identifier (action_cancel.go).
+	CancelReady *cancelOffer
 }
 
 // activationLink is a button to change a topic's activation.
@@ -257,6 +260,9 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 		Since: q.sinceText, Until: q.untilText, Limit: q.limit, Forward: q.forward()}
 	for _, st := range q.states {
 		d.Filter.States[st] = true
+	}
+	if q.identifier != "" {
+		d.CancelReady = offerCancelReady(q.topic, q.identifier, infos)
 	}
 	d.Filter.Filtered = len(q.states) > 0 || q.identifier != "" || q.reference != "" || q.sinceText != "" || q.untilText != ""
 	if err := s.pageLinks(ctx, q, infos, more, &d); err != nil {

@@ -2,7 +2,7 @@
 // every topic, of one topic's tasks, of one task, of the owners and of
 // the results, drawn on the server with html/template and SVG, and the
 // operator's actions (pause, resume and drain topics, set their capacity and limits; revive, reassign,
-// defer and purge tasks; expire silent owners), each behind a confirmation
+// defer, cancel and purge tasks; expire silent owners), each behind a confirmation
 // page that changes nothing.
 //
 // Pages answer from the last reading of a sampler (sampler.go) where the
@@ -62,6 +62,10 @@ type Store interface {
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
 	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
+	// CancelIn cancels the tasks of a topic that are, as they are
+	// cancelled, in the state given for each, READY or ACTIVE, and
+	// returns them; the others are left as they are (action_cancel.go).
+	CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error)
 	Now(ctx context.Context) (time.Time, error)
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
