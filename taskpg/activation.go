@@ -2,7 +2,6 @@ package taskpg
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -52,7 +51,7 @@ func (r *Repository) SetActivation(ctx context.Context, db DB, topic string, act
 			return db.QueryRow(ctx, r.fleetSQL(activationUpsert), topic, int16(activation), ActivationChannel(r.plain)).Scan(&stored)
 		})
 		if err == nil && stored == 0 {
-			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
+			err = unregistered(topic)
 		}
 		return struct{}{}, err
 	})

@@ -35,7 +35,7 @@ func (r *Repository) SetCapacity(ctx context.Context, db DB, topic string, capac
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		tag, err := exec(ctx, db, r.fleetSQL(capacitySet), topic, capacity)
 		if err == nil && tag.RowsAffected() == 0 {
-			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
+			err = unregistered(topic)
 		}
 		return struct{}{}, err
 	})

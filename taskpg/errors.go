@@ -63,3 +63,8 @@ func wrapf(err error, format string, args ...any) error {
 	}
 	return fmt.Errorf("taskpg: %s: %w", fmt.Sprintf(format, args...), mapError(err))
 }
+
+// unregistered is the error of a call on a topic that is not registered.
+func unregistered(topic string) error {
+	return fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
+}

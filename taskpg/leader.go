@@ -3,7 +3,6 @@ package taskpg
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,7 +74,7 @@ func (r *Repository) Lead(ctx context.Context, db DB, topic string, ttl time.Dur
 		}
 		term, found, err := scanTerm(db.QueryRow(ctx, r.fleetSQL(leaderTerm), topic), topic)
 		if err == nil && !found {
-			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
+			err = unregistered(topic)
 		}
 		return tenure{term, false}, err
 	})

@@ -2,7 +2,6 @@ package taskpg
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -186,7 +185,7 @@ func (r *Repository) SetLimits(ctx context.Context, db DB, topic string, limits 
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		tag, err := exec(ctx, db, r.fleetSQL(limitsSet), topic, limits.Active, limits.PerIdentifier)
 		if err == nil && tag.RowsAffected() == 0 {
-			err = fmt.Errorf("topic %q is not registered: %w", check.Short(topic), taskapi.ErrUnknownTopic)
+			err = unregistered(topic)
 		}
 		return struct{}{}, err
 	})

@@ -30,7 +30,7 @@ const (
 // index holds, and the failures view's two.
 var statesFiltered = [][]taskapi.State{
 	{taskapi.Active}, {taskapi.Expired}, {taskapi.Failed}, {taskapi.Suspended},
-	{taskapi.Filtered}, {taskapi.Recreated}, {taskapi.Redundant},
+	{taskapi.Filtered}, {taskapi.Recreated}, {taskapi.Redundant}, {taskapi.Cancelled},
 	{taskapi.Failed, taskapi.Suspended},
 }
 
@@ -40,7 +40,7 @@ func TestPagesByRareStatesReadTheirIndex(t *testing.T) {
 	db := testdb.Postgres(t)
 	repo := planSetup(t, db)
 	for _, state := range []taskapi.State{taskapi.Active, taskapi.Expired, taskapi.Failed, taskapi.Suspended,
-		taskapi.Filtered, taskapi.Recreated, taskapi.Redundant} {
+		taskapi.Filtered, taskapi.Recreated, taskapi.Redundant, taskapi.Cancelled} {
 		loadAhead(t, db, statesFew, state)
 	}
 	loadAhead(t, db, statesMass, taskapi.Succeeded)

@@ -282,7 +282,7 @@ func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Tas
 }
 
 // cancelRace runs pollers of two owners that complete what they poll while
-// an operator cancels every third task, Ready or Active, and checks that
+// an operator cancels every third task, Ready or Active, newest first, and checks that
 // each task ended with exactly one of the two: a completion that committed
 // or a cancellation that returned it, as the stored states say.
 func (c *canceller[Tx]) cancelRace(t *testing.T) {
@@ -328,10 +328,12 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 		})
 	}
 	operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
-	for i := 0; i < n; i += 3 {
+	// From the newest task down, so that the operator meets the pollers,
+	// which take the oldest first, in the middle.
+	for i := n - 1; i >= 0; i -= 3 {
 		got, err := operator.Cancel(c.ctx, c.db, "t", "", pushed[i].Sequence)
 		if errors.Is(err, taskapi.ErrConflict) {
-			i -= 3 // try the same task again
+			i += 3 // try the same task again
 			continue
 		}
 		c.must(err, "Cancel")
