@@ -7,7 +7,12 @@ import (
 	"slices"
 
 	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
 )
+
+// taskpg's repository cancels; when taskansi's does too, Canceller joins
+// the interface repository and canceller goes.
+var _ taskapi.Canceller[taskpg.DB] = (*taskpg.Repository)(nil)
 
 // errCannotCancel is the error of a cancellation on a repository that
 // has no taskapi.Canceller.

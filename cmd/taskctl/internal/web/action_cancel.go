@@ -57,6 +57,9 @@ func (s *Server) planCancel(ctx context.Context, f form, preview bool) (*plan, e
 	}
 	p := &plan{Title: "Cancel tasks", Hidden: sel.values(), Tasks: sel.rows(), Back: topicLink(sel.topic)}
 	p.Hidden.Set(reasonField, reason)
+	if !preview { // the audit records every task confirmed, those skipped now too
+		p.Hidden["seq"], p.Hidden[wasField] = seqValues(seqs), url.Values(f)[wasField]
+	}
 	switch {
 	case byIdentifier:
 		p.Title = "Cancel READY tasks of an identifier"
