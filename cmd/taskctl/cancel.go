@@ -36,7 +36,7 @@ completion time is the cancellation's.
 
 With sequences it cancels those of the tasks that are READY (deferred ones
 included) or ACTIVE; an ACTIVE task's owner is refused its result from
-then on, and taskproc stops its handler. With --identifier it cancels
+then on, and taskproc cancels its handler's context. With --identifier it cancels
 every READY task of that identifier, and its ACTIVE tasks run on (cancel
 them by sequence). A task in another state, or not in the topic, is left
 as it is: cancelling nothing is not an error. It prints the tasks it

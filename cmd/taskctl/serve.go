@@ -57,7 +57,7 @@ func (a *app) serveCommand() *cobra.Command {
 and charts, a topic's tasks (filtered, paged), every field of a task, the
 owners and their heartbeats, the results of a time window; and the
 actions of the other commands (pause, resume, drain; revive, reassign,
-defer, purge; expire), each behind a confirmation page.
+defer, cancel, purge; expire), each behind a confirmation page.
 
 It listens on 127.0.0.1:8080 unless --listen says otherwise. A token is
 required on any address beyond the loopback one (--token-file FILE, or
