@@ -189,3 +189,29 @@ func wantCancelRefused(t *testing.T, br *browser, s store, active int64, n int) 
 		t.Errorf("refused cancellations were audited: %d entries, want %d", got, n)
 	}
 }
+
+// TestServeOffersCancelWhereItCancels checks that the pages offer to
+// cancel tasks on a repository that cancels (taskpg's), and only there:
+// until taskansi's repository is a Canceller, SQLite offers nothing.
+func TestServeOffersCancelWhereItCancels(t *testing.T) {
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			tasks := seedDashboard(t, d.store, "orders") // the last ten READY
+			if b.name == "PostgreSQL" && !d.store.CanCancel() {
+				t.Fatal("taskpg's repository does not cancel")
+			}
+			br := newBrowser(t, d.url)
+			last := tasks[len(tasks)-1]
+			for _, path := range []string{
+				fmt.Sprintf("/task?topic=orders&seq=%d", last.Sequence),
+				"/topic?topic=orders&identifier=" + url.QueryEscape(last.Identifier),
+			} {
+				if offered := strings.Contains(br.page(path), "cancel-offer"); offered != d.store.CanCancel() {
+					t.Errorf("%s offers to cancel: %v; the repository cancels: %v", path, offered, d.store.CanCancel())
+				}
+			}
+		})
+	}
+}

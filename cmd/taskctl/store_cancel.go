@@ -28,6 +28,12 @@ func (b *backend[Tx]) canceller() (taskapi.Canceller[Tx], error) {
 	return nil, errCannotCancel
 }
 
+// CanCancel says whether b's repository is a taskapi.Canceller.
+func (b *backend[Tx]) CanCancel() bool {
+	_, err := b.canceller()
+	return err == nil
+}
+
 // Cancel cancels the tasks of topic with the given sequences that are
 // READY or ACTIVE, and returns them.
 func (b *backend[Tx]) Cancel(ctx context.Context, topic, reason string, sequences []int64) ([]taskapi.Cancellation, error) {
