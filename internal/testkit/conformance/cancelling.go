@@ -284,7 +284,12 @@ func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Tas
 // cancelRace runs pollers of two owners that complete what they poll while
 // an operator cancels every third task, Ready or Active, and checks that
 // each task ended with exactly one of the two: a completion that committed
-// or a cancellation that returned it, as the stored states say.
+// or a cancellation that returned it, as the stored states say. The
+// operator walks from the last task back, towards the pollers, which walk
+// from the first: where the database serializes every write (SQLite, whose
+// writers take turns), an operator walking behind the pollers keeps their
+// pace, one cancellation to their three tasks a round, and would only ever
+// find the tasks they had completed.
 func (c *canceller[Tx]) cancelRace(t *testing.T) {
 	const n = 240
 	creations := make([]taskapi.Creation, n)
@@ -328,10 +333,10 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 		})
 	}
 	operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
-	for i := 0; i < n; i += 3 {
+	for i := n - 1; i >= 0; i -= 3 {
 		got, err := operator.Cancel(c.ctx, c.db, "t", "", pushed[i].Sequence)
 		if errors.Is(err, taskapi.ErrConflict) {
-			i -= 3 // try the same task again
+			i += 3 // try the same task again
 			continue
 		}
 		c.must(err, "Cancel")

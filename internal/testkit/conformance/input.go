@@ -269,8 +269,8 @@ func testInput[Tx any](t *testing.T, b Backend[Tx]) {
 				_, err := repo.Count(ctx, db, taskapi.Snapshot(2), taskapi.Counting{}, taskapi.Unbounded)
 				return err
 			},
-			"Count State(9) filter": func() error {
-				_, err := repo.Count(ctx, db, taskapi.Total, taskapi.Counting{States: []taskapi.State{taskapi.State(9)}}, taskapi.Unbounded)
+			"Count State(10) filter": func() error {
+				_, err := repo.Count(ctx, db, taskapi.Total, taskapi.Counting{States: []taskapi.State{taskapi.State(10)}}, taskapi.Unbounded)
 				return err
 			},
 			"Purge State(12)": func() error {
