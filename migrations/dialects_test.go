@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"testing"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
@@ -57,12 +58,13 @@ func testUpResetUp(t *testing.T, db *sql.DB, dialect migrations.Dialect) {
 	testPrettyView(t, db)
 }
 
-// testPrettyView checks that task_pretty names every state.
+// testPrettyView checks that task_pretty names the states, CANCELLED (a
+// state that the CHECK of 00001 refused) included.
 func testPrettyView(t *testing.T, db *sql.DB) {
 	ctx := t.Context()
 	for _, s := range []string{
 		`INSERT INTO task_topic (topic) VALUES ('t')`,
-		`INSERT INTO task (topic, identifier, state, descent) VALUES ('t', 'a', 0, 8), ('t', 'b', 6, 3)`,
+		`INSERT INTO task (topic, identifier, state, descent) VALUES ('t', 'a', 0, 8), ('t', 'b', 6, 3), ('t', 'c', 9, 1)`,
 	} {
 		if _, err := db.ExecContext(ctx, s); err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -84,8 +86,8 @@ func testPrettyView(t *testing.T, db *sql.DB) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"ACTIVE", "REDUNDANT", "SUCCEEDED", "FAILED"}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] || got[3] != want[3] {
+	want := []string{"ACTIVE", "REDUNDANT", "SUCCEEDED", "FAILED", "CANCELLED", "READY"}
+	if !slices.Equal(got, want) {
 		t.Errorf("task_pretty = %q, want %q", got, want)
 	}
 }

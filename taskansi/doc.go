@@ -140,6 +140,22 @@
 //     transaction's snapshot, and its locks, like the turn, are held until
 //     the caller commits.
 //
+// # Cancellation
+//
+// Cancel, CancelIdentifier and Cancelled (taskapi.Canceller) end Ready and
+// Active tasks for good, in the state Cancelled (migrations: postgres 00012,
+// sqlite 00011, mysql 00009). A cancellation locks its tasks first, waiting
+// for rows that others locked, and checks their state again once it holds
+// them; a completion locks the same rows and reads only Active tasks: of a
+// cancellation and a completion of one task, one wins and the other finds
+// nothing to do (the completion fails with taskapi.ErrNotActive). A
+// cancellation only frees room under limits and capacity, so it takes no
+// turn with the polls or pushes of the topic. On PostgreSQL a cancellation
+// of Active tasks notifies the activation channel (taskpg.ActivationChannel)
+// with the topic, so that the owners' runtimes ask Cancelled at once, and,
+// in a topic whose last poll found limits, the tasks channel too, so that
+// the consumers waiting at a limit poll.
+//
 // # Atomicity
 //
 // Each call either succeeds entirely or changes nothing, and a caller's
@@ -170,7 +186,8 @@
 //
 // Rows are locked before they change: polls, insertion modes, revivals by
 // state and Expire skip rows that concurrent transactions locked, unless
-// WithExclusive; Complete, Reassign, ReviveTasks and Defer wait for them.
+// WithExclusive; Complete, Reassign, ReviveTasks, Defer and the
+// cancellations wait for them.
 // Conditional polls (the SingularByIdentifier conditions) of one topic are
 // serialized (on PostgreSQL with taskpg's advisory lock, on MySQL by locking
 // the topic's row of task_lock, on SQLite by the single writer); inside a

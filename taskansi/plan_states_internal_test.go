@@ -39,6 +39,7 @@ var statesFiltered = []struct {
 	{[]taskapi.State{taskapi.Filtered}, "task_rare"},
 	{[]taskapi.State{taskapi.Recreated}, "task_rare"},
 	{[]taskapi.State{taskapi.Redundant}, "task_rare"},
+	{[]taskapi.State{taskapi.Cancelled}, "task_rare"},
 	{[]taskapi.State{taskapi.Failed, taskapi.Suspended}, "task_rare"},
 }
 
@@ -59,7 +60,7 @@ SELECT 'plan', 'id-%d-' || g, 'in', %d, 'someone' FROM %s AS g`, state, state, f
 		}
 	}
 	for _, state := range []taskapi.State{taskapi.Active, taskapi.Expired, taskapi.Failed, taskapi.Suspended,
-		taskapi.Filtered, taskapi.Recreated, taskapi.Redundant} {
+		taskapi.Filtered, taskapi.Recreated, taskapi.Redundant, taskapi.Cancelled} {
 		load(statesFew, state)
 	}
 	load(statesMass, taskapi.Succeeded)

@@ -336,6 +336,8 @@ type queries struct {
 	limitsKeys                                           [2]string    // first page / next pages
 	limitsBranch                                         [2][2]string // by Order, then unconditional / conditional
 	limitsUnion                                          [2]string    // by Order
+	cancelLock, cancelIdentifierLock                     string
+	cancelIdentifierRead, cancelSet, cancelledOf         string
 }
 
 // newQueries returns the queries of d on the tables of schema (quoted; empty
@@ -412,6 +414,8 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.limitsOf, q.pollMarked, q.limitsGroups = s(limitsOf), s(pollMarked), s(limitsGroups)
 	q.limitsHeld = [2]string{v(limitsHeld, "{latest}", ""), v(limitsHeld, "{latest}", d.keep)}
 	q.limitsKeys = [2]string{v(limitsKeys, "{from}", ">="), v(limitsKeys, "{from}", ">")}
+	q.cancelLock, q.cancelIdentifierLock = s(cancelLock), s(cancelIdentifierLock)
+	q.cancelIdentifierRead, q.cancelSet, q.cancelledOf = s(cancelIdentifierRead), s(cancelSet), s(cancelledOf)
 	return q
 }
 

@@ -28,6 +28,10 @@ type wakeUps struct {
 	// freed notifies the channel of the topic's ready tasks (?) when a
 	// completion frees room below the topic's limits (see Repository.freed).
 	freed string
+	// cancelled notifies the activation channel (taskpg.ActivationChannel)
+	// with a topic (?) when a cancellation ended Active tasks of it, so that
+	// their owners' runtimes reconcile at once (see Repository.Cancel).
+	cancelled string
 }
 
 // newWakeUps returns the wake-ups of a repository of dialect d whose
@@ -42,6 +46,7 @@ func newWakeUps(s settings, d *dialect, q queries, schema string) *wakeUps {
 	}
 	w.notifyingTopic, w.notifyingDue = notifying(edge.TasksBase), notifying(edge.DueBase)
 	w.freed = "SELECT pg_notify(" + literal(edge.TasksBase) + ", ?)"
+	w.cancelled = "SELECT pg_notify(" + literal(edge.ActivationBase) + ", ?)"
 	return w
 }
 

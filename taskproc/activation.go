@@ -2,6 +2,7 @@ package taskproc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -59,12 +60,13 @@ func (c *Client[Tx]) SetActivation(ctx context.Context, topic string, a taskapi.
 }
 
 // reconcile reads the stored activations and applies them to the Managers
-// of topics, or to every Manager for none. A topic with none runs.
+// of topics, or to every Manager for none (a topic with none runs), and
+// ends the work on their tasks in flight that were cancelled.
 func (c *Client[Tx]) reconcile(ctx context.Context, topics []string) error {
 	c.mu.Lock()
 	managers := maps.Clone(c.managers)
 	c.mu.Unlock()
-	return c.apply(ctx, topics, managers)
+	return errors.Join(c.apply(ctx, topics, managers), c.cancellations(ctx, topics, managers))
 }
 
 // apply reads the stored activations and applies them to managers of

@@ -54,6 +54,12 @@ type Batch struct {
 	live []taskapi.Task
 	// marked are the tasks to retry or snooze instead of deciding them.
 	marked sync.Map // taskapi.Task → afterwards
+	// cancelled are the tasks that were cancelled while the batch ran
+	// (see cancel.go), running the contexts of the tasks being decided one
+	// by one, and perTask says that the handler decides task by task.
+	cancelled sync.Map // sequence → the cause
+	running   sync.Map // sequence → context.CancelCauseFunc
+	perTask   atomic.Bool
 	// parent is the batch this one is a part of (see split); nil for a
 	// batch of a poll. parts is set once this batch is split.
 	parent    *Batch

@@ -52,6 +52,19 @@
 // among equals, with reserved minimums), PerTopic (a bounded wait queue per
 // topic that refuses with ErrQueueFull) and Chain; limits change at run time.
 //
+// # Cancellation
+//
+// A task cancelled while it runs (taskapi.Canceller) is CANCELLED in the
+// database at once; the Client learns of it at its next reconciliation
+// (WithReconcile), and at once on PostgreSQL through the Notifier. Under
+// Sequential, Parallel and ParallelTx the task's own context ends, with a
+// cause (context.Cause) that wraps taskapi.ErrCancelled, and the batch's
+// other tasks go on; under any other Handler the batch's context ends so.
+// Nothing the handler decides for the task is written, nor retried: a
+// handler that ignores the cancellation and succeeds has its success
+// dropped and its completion's transaction rolled back for the task. The
+// Listener hears EventCancelled, and Manager.Stats counts Cancelled.
+//
 // # Stopping
 //
 // Stop is staged: polling stops at once, then Stop waits for the batches in

@@ -36,6 +36,7 @@ func suite[Tx any](t *testing.T, b backend[Tx]) {
 	scheduleCases(all)
 	taskTxCases(all)
 	edgeCases(all)
+	cancelCases(all)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

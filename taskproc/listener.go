@@ -63,7 +63,8 @@ const (
 	// EventNotifierLost: the Notifier met Err (a dropped connection, say);
 	// it reconnects, and every Manager is woken once it has.
 	EventNotifierLost
-	// EventReconcileFailed: reading the activations failed with Err.
+	// EventReconcileFailed: reading the activations, or the cancelled tasks
+	// in flight, failed with Err.
 	EventReconcileFailed
 	// EventScheduled: a Schedule pushed the tasks (Tasks) of its periods.
 	EventScheduled
@@ -90,6 +91,12 @@ const (
 	// took, if any; the loop waits its pause, or a wake-up, when it took
 	// none.
 	EventLimited
+	// EventCancelled: tasks of a batch in flight (Tasks) were cancelled
+	// (taskapi.Canceller): the contexts they are decided on end with a
+	// cause that wraps taskapi.ErrCancelled, and nothing is written for
+	// them. With no Tasks: a batch all of whose tasks were cancelled ended
+	// without a write.
+	EventCancelled
 )
 
 var eventNames = map[EventKind]string{
@@ -103,6 +110,7 @@ var eventNames = map[EventKind]string{
 	EventScheduled: "periods pushed", EventScheduleFailed: "schedule failed",
 	EventSettleRetried: "settlement retried", EventLost: "batch lost",
 	EventRescued: "tasks rescued", EventPoisoned: "poison tasks failed", EventLimited: "poll held by limits",
+	EventCancelled: "tasks cancelled",
 }
 
 // String returns the name of k.

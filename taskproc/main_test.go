@@ -30,6 +30,7 @@ type fullRepo[Tx any] interface {
 	taskapi.Activator[Tx]
 	taskapi.Capacitor[Tx]
 	taskapi.Leader[Tx]
+	taskapi.Canceller[Tx]
 }
 
 // backend is a repository implementation on a database, for the suite.

@@ -94,6 +94,9 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 		if how.intent == toAbandon {
 			return s.abandon(b, live, how.cause)
 		}
+		if live = b.withoutCancelled(live); len(live) == 0 {
+			return s.cancelledAll(b, how)
+		}
 		v := s.try(b, how, live)
 		switch v.verdict {
 		case committed:
@@ -107,6 +110,9 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 		case unknown: // the database could not tell: given up
 			return s.lose(b, live, v.err)
 		case taken:
+			if len(b.withoutCancelled(live)) == 0 {
+				return s.cancelledAll(b, how)
+			}
 			return s.lost(b, how, refusal)
 		case partlyTaken:
 			s.m.s.logger.Warn("taskproc: tasks of a batch are not this owner's any more", "topic", b.topic, "sequences", v.stale)

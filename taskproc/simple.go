@@ -22,6 +22,9 @@ func Sequential(fn TaskFunc) Handler {
 				b.marked.Store(task, interrupted)
 				continue
 			}
+			if b.isCancelled(task) {
+				continue // not decided at all; the settlement leaves it out
+			}
 			decisions[task] = b.decide(ctx, fn, task)
 		}
 		return b.Complete(decisions)
@@ -52,6 +55,9 @@ func Parallel(n int, fn TaskFunc) Handler {
 							b.marked.Store(task, interrupted)
 							continue
 						}
+						if b.isCancelled(task) {
+							continue
+						}
 						d := b.decide(ctx, fn, task)
 						mu.Lock()
 						decisions[task] = d
@@ -73,6 +79,8 @@ func Parallel(n int, fn TaskFunc) Handler {
 // fn's error asks for one, or as interrupted when fn returned the error of
 // its context, which ended.
 func (b *Batch) decide(ctx context.Context, fn TaskFunc, task taskapi.Task) taskapi.Decision {
+	ctx, done := b.taskContext(ctx, task)
+	defer done()
 	d, err := decide(ctx, fn, task)
 	if a, ok := afterwardsOf(err); ok {
 		b.marked.Store(task, a)

@@ -18,6 +18,7 @@ type Stats struct {
 	Released  int64 // tasks given back unprocessed (interrupted)
 	Abandoned int64 // tasks a fenced owner gave up without a write
 	Lost      int64 // batches whose tasks another owner took before their settlement was written
+	Cancelled int64 // tasks cancelled while they ran (taskapi.Canceller)
 	Retried   int64 // settlement attempts that failed for the database and were tried again
 	Rescued   int64 // expired tasks this process's keeper revived (WithRevival)
 	Poisoned  int64 // expired tasks this process's keeper ended with Failure instead (WithRescues)
@@ -43,9 +44,9 @@ type Distribution struct {
 
 // counters are a Manager's Stats as they grow.
 type counters struct {
-	polledBatches, polledTasks, completed, failed, released, abandoned, lost, retried, rescued, poisoned atomic.Int64
-	runs                                                                                                 [10]atomic.Int64 // len(RunBounds) + 1
-	runSum                                                                                               atomic.Int64
+	polledBatches, polledTasks, completed, failed, released, abandoned, lost, retried, rescued, poisoned, cancelled atomic.Int64
+	runs                                                                                                            [10]atomic.Int64 // len(RunBounds) + 1
+	runSum                                                                                                          atomic.Int64
 }
 
 func (c *counters) polled(tasks int) {
@@ -87,7 +88,7 @@ func (m *Manager[Tx]) Stats() Stats {
 	}
 	return Stats{
 		Polled: c.polledBatches.Load(), Tasks: c.polledTasks.Load(), Completed: c.completed.Load(),
-		Failed: c.failed.Load(), Released: c.released.Load(), Abandoned: c.abandoned.Load(), Lost: c.lost.Load(),
+		Failed: c.failed.Load(), Released: c.released.Load(), Abandoned: c.abandoned.Load(), Lost: c.lost.Load(), Cancelled: c.cancelled.Load(),
 		Retried: c.retried.Load(), Rescued: c.rescued.Load(), Poisoned: c.poisoned.Load(), InFlight: inFlight, Runs: runs,
 	}
 }

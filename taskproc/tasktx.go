@@ -70,6 +70,8 @@ func settleTx[Tx any](ctx context.Context, b *Batch, task taskapi.Task, fn TaskT
 	if err != nil {
 		return err
 	}
+	ctx, done := b.taskContext(ctx, task)
+	defer done()
 	err = CompleteTx(part, func(_ context.Context, tx Tx) (Decisions, error) {
 		// fn gets the handler's context, which also ends when the batch
 		// is given up: a Stop that runs out of time interrupts it.
@@ -82,6 +84,9 @@ func settleTx[Tx any](ctx context.Context, b *Batch, task taskapi.Task, fn TaskT
 		}
 		return Decisions{task: d}, nil
 	})
+	if b.isCancelled(task) {
+		return nil // nothing was written for it; the identifier goes on
+	}
 	if errors.Is(err, errInterrupted) || part.revoked() != nil {
 		return errors.Join(err, errInterrupted)
 	}

@@ -62,6 +62,8 @@
 //	                                          that a topic's capacity refused; topic: the full one
 //	taskproc.polls.limited       {poll}       polls that the topic's limits across the fleet held back
 //	                                          (taskproc.EventLimited)
+//	taskproc.tasks.cancelled     {task}       tasks cancelled while this process ran them
+//	                                          (taskproc.EventCancelled)
 //	taskproc.batch.duration      s            histogram of the time from a batch's poll to its
 //	                                          settlement (completed, failed or released), with the
 //	                                          buckets of taskproc.RunBounds (BucketBoundaries)

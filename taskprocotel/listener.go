@@ -47,8 +47,9 @@ type Listener struct {
 	// capacity refused.
 	refused metric.Int64Counter
 	// Polls that a topic's limits across the fleet held back.
-	limited  metric.Int64Counter
-	duration metric.Float64Histogram
+	limited   metric.Int64Counter
+	cancelled metric.Int64Counter
+	duration  metric.Float64Histogram
 
 	none  metric.MeasurementOption // no attributes (events without a topic)
 	attrs sync.Map                 // topic → *topicAttrs
@@ -95,6 +96,7 @@ func NewListener(meter metric.Meter) (*Listener, error) {
 		{&l.rescued, "taskproc.tasks.rescued", "{task}", "Expired tasks this process's keeper revived."},
 		{&l.poisoned, "taskproc.tasks.poisoned", "{task}", "Expired tasks this process's keeper ended with Failure, rescued too often."},
 		{&l.refused, "taskproc.pushes.refused", "{push}", "Pushes of the runtime (follow-ups, periodic tasks) that a topic's capacity refused, by that topic."},
+		{&l.cancelled, "taskproc.tasks.cancelled", "{task}", "Tasks cancelled while this process ran them (taskapi.Canceller)."},
 		{&l.limited, "taskproc.polls.limited", "{poll}", "Polls that the topic's limits across the fleet held back (at its Active limit, or an identifier at its limit)."},
 	}
 	for _, c := range counters {
@@ -194,6 +196,8 @@ func (l *Listener) fleet(ctx context.Context, e taskproc.Event) {
 		add(ctx, l.poisoned, len(e.Tasks), l.topic(e.Topic).topic)
 	case taskproc.EventLimited:
 		l.limited.Add(ctx, 1, l.topic(e.Topic).topic)
+	case taskproc.EventCancelled:
+		add(ctx, l.cancelled, len(e.Tasks), l.topic(e.Topic).topic)
 	}
 }
 

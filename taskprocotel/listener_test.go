@@ -189,6 +189,8 @@ func TestListenerRecordsEvents(t *testing.T) {
 		// Polls that limits held back, one of them empty.
 		{Kind: taskproc.EventLimited, Topic: "a", Tasks: a3},
 		{Kind: taskproc.EventLimited, Topic: "a"},
+		{Kind: taskproc.EventCancelled, Topic: "b", Tasks: b1[:1]},
+		{Kind: taskproc.EventCancelled, Topic: "b"},
 		// Periodic pushes that a full topic refused, and one that failed
 		// otherwise.
 		{Kind: taskproc.EventScheduleFailed, Topic: "a", Err: fmt.Errorf("push: %w", &taskapi.CapacityError{Topic: "c", Capacity: 5, Count: 6})},
@@ -233,6 +235,7 @@ func TestListenerRecordsEvents(t *testing.T) {
 	checkCounter(t, metrics, "taskproc.tasks.rescued", "{task}", map[string]int64{attrs("topic", "a"): 2})
 	checkCounter(t, metrics, "taskproc.tasks.poisoned", "{task}", map[string]int64{attrs("topic", "b"): 1})
 	checkCounter(t, metrics, "taskproc.pushes.refused", "{push}", map[string]int64{attrs("topic", "c"): 2})
+	checkCounter(t, metrics, "taskproc.tasks.cancelled", "{task}", map[string]int64{attrs("topic", "b"): 1})
 	checkCounter(t, metrics, "taskproc.polls.limited", "{poll}", map[string]int64{attrs("topic", "a"): 2})
 	checkCounter(t, metrics, "taskproc.reconcile.failed", "{run}", map[string]int64{attrs(): 1})
 
@@ -276,7 +279,7 @@ func TestListenerRecordsEvents(t *testing.T) {
 		"taskproc.leadership.acquired", "taskproc.leadership.conceded", "taskproc.activation.changes",
 		"taskproc.notifier.lost", "taskproc.maintenance.failed", "taskproc.reconcile.failed",
 		"taskproc.settlements.retried", "taskproc.batches.lost", "taskproc.tasks.rescued", "taskproc.tasks.poisoned",
-		"taskproc.pushes.refused", "taskproc.polls.limited",
+		"taskproc.pushes.refused", "taskproc.polls.limited", "taskproc.tasks.cancelled",
 	} {
 		want = append(want, name)
 		if metrics[name].Description == "" {

@@ -229,6 +229,43 @@ func tenantsFull(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repositor
 	return err
 }
 
+func modelCancel(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, tenant string) error {
+	cancelled, err := repo.CancelIdentifier(ctx, pool, "reports", tenant, "the caller went away")
+	if err != nil {
+		return err
+	}
+	log.Printf("cancelled %d waiting tasks of %s", len(cancelled), tenant)
+	return nil
+}
+
+// render is the tenant's work, which gives up when its context ends.
+var render = func(ctx context.Context, input string) (string, error) { return input, ctx.Err() }
+
+func tenantsCancel(ctx, caller context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, tenant, request string, ready <-chan struct{}) error {
+	tasks, err := repo.Push(ctx, pool, "reports", taskapi.Append, taskapi.Creation{Identifier: tenant, Input: request})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ready: // the report is done
+		return nil
+	case <-caller.Done(): // waiting or running, the work stops
+		_, err := repo.Cancel(context.WithoutCancel(caller), pool, "reports", "the caller went away", tasks[0].Sequence)
+		return err
+	}
+}
+
+func tenantsCancelled() taskproc.Handler {
+	handler := taskproc.Sequential(func(ctx context.Context, task taskapi.Task) (taskapi.Decision, error) {
+		report, err := render(ctx, task.Input) // gives up when ctx ends
+		if errors.Is(context.Cause(ctx), taskapi.ErrCancelled) {
+			return taskapi.Decision{}, err // not written: the task stays CANCELLED
+		}
+		return taskapi.Decision{Result: taskapi.Success, Output: report}, err
+	})
+	return handler
+}
+
 func processingComposite() (taskproc.Handler, error) {
 	amounts := taskproc.NewKey[map[string]int]("amounts")
 	steps := taskproc.NewComposite[taskpg.DB]().

@@ -18,9 +18,10 @@ import (
 )
 
 // Rare is the predicate of task_rare (topic, state, sequence), in the
-// words of the migrations (postgres 00008, sqlite 00007): every state but
-// READY, ACTIVE and SUCCEEDED, the states of a task's common life.
-const Rare = "state IN (2, 3, 4, 5, 7, 8)"
+// words of the migrations (postgres 00012, sqlite 00011, which added
+// CANCELLED to it): every state but READY, ACTIVE and SUCCEEDED, the states
+// of a task's common life.
+const Rare = "state IN (2, 3, 4, 5, 7, 8, 9)"
 
 // Active is the predicate of task_active (owner): the ACTIVE tasks, as
 // many as the consumers hold.
@@ -29,6 +30,7 @@ const Active = "state = 0"
 // rare are the states that task_rare holds.
 var rare = []taskapi.State{
 	taskapi.Expired, taskapi.Failed, taskapi.Suspended, taskapi.Filtered, taskapi.Recreated, taskapi.Redundant,
+	taskapi.Cancelled,
 }
 
 // Predicate returns the predicate of the partial index that holds every

@@ -282,9 +282,14 @@ func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Tas
 }
 
 // cancelRace runs pollers of two owners that complete what they poll while
-// an operator cancels every third task, Ready or Active, newest first, and checks that
+// an operator cancels every third task, Ready or Active, and checks that
 // each task ended with exactly one of the two: a completion that committed
-// or a cancellation that returned it, as the stored states say.
+// or a cancellation that returned it, as the stored states say. The
+// operator walks from the last task back, towards the pollers, which walk
+// from the first: where the database serializes every write (SQLite, whose
+// writers take turns), an operator walking behind the pollers keeps their
+// pace, one cancellation to their three tasks a round, and would only ever
+// find the tasks they had completed.
 func (c *canceller[Tx]) cancelRace(t *testing.T) {
 	const n = 240
 	creations := make([]taskapi.Creation, n)
@@ -328,8 +333,6 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 		})
 	}
 	operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
-	// From the newest task down, so that the operator meets the pollers,
-	// which take the oldest first, in the middle.
 	for i := n - 1; i >= 0; i -= 3 {
 		got, err := operator.Cancel(c.ctx, c.db, "t", "", pushed[i].Sequence)
 		if errors.Is(err, taskapi.ErrConflict) {
