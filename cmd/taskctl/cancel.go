@@ -40,10 +40,7 @@ then on, and taskproc cancels its handler's context. With --identifier it cancel
 every READY task of that identifier, and its ACTIVE tasks run on (cancel
 them by sequence). A task in another state, or not in the topic, is left
 as it is: cancelling nothing is not an error. It prints the tasks it
-cancelled, whether each was running and by which owner.
-
-It needs a repository with taskapi.Canceller (taskpg's, on PostgreSQL); on
-a database whose repository cannot cancel, it fails and changes nothing.`,
+cancelled, whether each was running and by which owner.`,
 		Example: `  taskctl cancel orders 1234 1240 --reason "customer left"
   taskctl cancel orders --identifier tenant-42
   taskctl cancel orders 1234 --json`,

@@ -65,15 +65,24 @@ type cancelJSON struct {
 	Left []int64 `json:"left"`
 }
 
-// TestCancelOnPostgres cancels a READY task and an ACTIVE one by
-// sequence, then the READY tasks of an identifier, through the CLI on
-// PostgreSQL: the output names each task, whether it ran and its owner;
+// TestCancelCommand cancels a READY task and an ACTIVE one by sequence,
+// then the READY tasks of an identifier, through the CLI on SQLite,
+// PostgreSQL and MySQL: the output names each task, whether it ran and its owner;
 // the stored tasks are CANCELLED with the reason in their output; a task
 // in another state is left as it is; cancelling nothing is not an error;
 // --json says the same; each run is audited with its parameters.
-func TestCancelOnPostgres(t *testing.T) {
+func TestCancelCommand(t *testing.T) {
 	t.Parallel()
-	db := postgresURL(t)
+	for _, b := range backends(true) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			cancelCommand(t, b.url(t))
+		})
+	}
+}
+
+// cancelCommand is TestCancelCommand on the database db.
+func cancelCommand(t *testing.T, db string) {
 	must(t, db, "topic", "init", "orders")
 	must(t, db, "push", "-t", "orders", "a", "b", "c", "tenant", "tenant", "tenant")
 	seqs := sequencesOf(listed(t, db, "-t", "orders"))

@@ -40,8 +40,8 @@ func wantTask(t testing.TB, s store, seq int64, state taskapi.State, output stri
 	}
 }
 
-// TestServeCancel cancels tasks through the dashboard on PostgreSQL, whose
-// repository is a taskapi.Canceller: a READY task and an ACTIVE one from
+// TestServeCancel cancels tasks through the dashboard on SQLite and
+// PostgreSQL (taskapi.Canceller): a READY task and an ACTIVE one from
 // their pages, and the READY tasks of an identifier from the page of its
 // tasks, each through its confirmation and audited. Each is bound to what
 // its page showed: a task polled since the page showed it READY, or
@@ -49,8 +49,16 @@ func wantTask(t testing.TB, s store, seq int64, state taskapi.State, output stri
 // the page was drawn is left. Bad requests change nothing and are not
 // audited.
 func TestServeCancel(t *testing.T) {
-	t.Parallel()
-	d := startDashboard(t, postgresURL(t), web.Config{Refresh: 100 * time.Millisecond})
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			serveCancel(t, startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond}))
+		})
+	}
+}
+
+// serveCancel is TestServeCancel on the dashboard d.
+func serveCancel(t *testing.T, d *dashboard) {
 	s := d.store
 	if _, err := s.Initialize(t.Context(), "orders"); err != nil {
 		t.Fatal(err)
@@ -187,31 +195,5 @@ func wantCancelRefused(t *testing.T, br *browser, s store, active int64, n int) 
 	wantTask(t, s, failed[0].Sequence, taskapi.Failed, "")
 	if got := len(auditEntries(t, s)); got != n {
 		t.Errorf("refused cancellations were audited: %d entries, want %d", got, n)
-	}
-}
-
-// TestServeOffersCancelWhereItCancels checks that the pages offer to
-// cancel tasks on a repository that cancels (taskpg's), and only there:
-// until taskansi's repository is a Canceller, SQLite offers nothing.
-func TestServeOffersCancelWhereItCancels(t *testing.T) {
-	for _, b := range backends(false) {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
-			tasks := seedDashboard(t, d.store, "orders") // the last ten READY
-			if b.name == "PostgreSQL" && !d.store.CanCancel() {
-				t.Fatal("taskpg's repository does not cancel")
-			}
-			br := newBrowser(t, d.url)
-			last := tasks[len(tasks)-1]
-			for _, path := range []string{
-				fmt.Sprintf("/task?topic=orders&seq=%d", last.Sequence),
-				"/topic?topic=orders&identifier=" + url.QueryEscape(last.Identifier),
-			} {
-				if offered := strings.Contains(br.page(path), "cancel-offer"); offered != d.store.CanCancel() {
-					t.Errorf("%s offers to cancel: %v; the repository cancels: %v", path, offered, d.store.CanCancel())
-				}
-			}
-		})
 	}
 }

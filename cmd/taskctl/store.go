@@ -62,8 +62,6 @@ type store interface {
 	Cancel(ctx context.Context, topic, reason string, sequences []int64) ([]taskapi.Cancellation, error)
 	CancelIdentifier(ctx context.Context, topic, identifier, reason string) ([]taskapi.Cancellation, error)
 	CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error)
-	// CanCancel says whether the repository cancels at all.
-	CanCancel() bool
 	Purge(ctx context.Context, topic string, span taskapi.Range, states []taskapi.State) (int64, error)
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	PurgeOwners(ctx context.Context, after time.Duration) (int64, error)
@@ -94,6 +92,7 @@ type repository[Tx any] interface {
 	taskapi.Auditor[Tx]
 	taskapi.Settler[Tx]
 	taskapi.Clock[Tx]
+	taskapi.Canceller[Tx]
 }
 
 // backend is the store of one repository implementation.

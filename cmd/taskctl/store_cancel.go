@@ -7,52 +7,21 @@ import (
 	"slices"
 
 	"github.com/taskrepo/taskrepo/taskapi"
-	"github.com/taskrepo/taskrepo/taskpg"
 )
-
-// taskpg's repository cancels; when taskansi's does too, Canceller joins
-// the interface repository and canceller goes.
-var _ taskapi.Canceller[taskpg.DB] = (*taskpg.Repository)(nil)
-
-// errCannotCancel is the error of a cancellation on a repository that
-// has no taskapi.Canceller.
-var errCannotCancel = errors.New("this database's repository cannot cancel tasks (it has no taskapi.Canceller)")
-
-// canceller returns the Canceller of b's repository: taskpg has one;
-// taskansi's comes later, and until then a cancellation on SQLite or
-// MySQL fails with errCannotCancel and changes nothing.
-func (b *backend[Tx]) canceller() (taskapi.Canceller[Tx], error) {
-	if c, ok := any(b.repo).(taskapi.Canceller[Tx]); ok {
-		return c, nil
-	}
-	return nil, errCannotCancel
-}
-
-// CanCancel says whether b's repository is a taskapi.Canceller.
-func (b *backend[Tx]) CanCancel() bool {
-	_, err := b.canceller()
-	return err == nil
-}
 
 // Cancel cancels the tasks of topic with the given sequences that are
 // READY or ACTIVE, and returns them.
 func (b *backend[Tx]) Cancel(ctx context.Context, topic, reason string, sequences []int64) ([]taskapi.Cancellation, error) {
-	c, err := b.canceller()
-	if err != nil {
-		return nil, err
-	}
-	return in(ctx, b, func(tx Tx) ([]taskapi.Cancellation, error) { return c.Cancel(ctx, tx, topic, reason, sequences...) })
+	return in(ctx, b, func(tx Tx) ([]taskapi.Cancellation, error) {
+		return b.repo.Cancel(ctx, tx, topic, reason, sequences...)
+	})
 }
 
 // CancelIdentifier cancels every READY task of identifier in topic, and
 // returns them.
 func (b *backend[Tx]) CancelIdentifier(ctx context.Context, topic, identifier, reason string) ([]taskapi.Cancellation, error) {
-	c, err := b.canceller()
-	if err != nil {
-		return nil, err
-	}
 	return in(ctx, b, func(tx Tx) ([]taskapi.Cancellation, error) {
-		return c.CancelIdentifier(ctx, tx, topic, identifier, reason)
+		return b.repo.CancelIdentifier(ctx, tx, topic, identifier, reason)
 	})
 }
 
@@ -72,10 +41,6 @@ func (e *errUnconfirmed) Error() string { return fmt.Sprintf("tasks %v are not a
 // owner), and cancels the others again without it. The dashboard's
 // cancellations so never change more than their confirmation showed.
 func (b *backend[Tx]) CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error) {
-	c, err := b.canceller()
-	if err != nil {
-		return nil, err
-	}
 	seqs := make([]int64, 0, len(confirmed))
 	for seq := range confirmed {
 		seqs = append(seqs, seq)
@@ -83,7 +48,7 @@ func (b *backend[Tx]) CancelIn(ctx context.Context, topic, reason string, confir
 	slices.Sort(seqs)
 	for len(seqs) > 0 {
 		cancelled, err := in(ctx, b, func(tx Tx) ([]taskapi.Cancellation, error) {
-			cancelled, err := c.Cancel(ctx, tx, topic, reason, seqs...)
+			cancelled, err := b.repo.Cancel(ctx, tx, topic, reason, seqs...)
 			if err != nil {
 				return nil, err
 			}

@@ -70,9 +70,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		d.Next = d.Info.NotBefore
 	}
 	d.Revivable, d.Deferrable = d.Info.State.Revivable(), d.Info.State == taskapi.Ready
-	if s.cfg.Store.CanCancel() {
-		d.Cancel = offerCancel(topic, d.Info)
-	}
+	d.Cancel = offerCancel(topic, d.Info)
 	d.Identifier = link("/topic", url.Values{"topic": {topic}, "identifier": {d.Info.Identifier}})
 	if err := s.relatives(r, &d); err != nil {
 		s.fail(w, r, err)
@@ -94,9 +92,7 @@ func (s *Server) relatives(r *http.Request, d *taskData) error {
 		return err
 	}
 	d.Earlier, d.Later = rowsOf(d.Topic, earlier), rowsOf(d.Topic, later)
-	if s.cfg.Store.CanCancel() {
-		d.CancelReady = offerCancelReady(d.Topic, d.Info.Identifier, append(append(earlier, d.Info), later...))
-	}
+	d.CancelReady = offerCancelReady(d.Topic, d.Info.Identifier, append(append(earlier, d.Info), later...))
 	for _, row := range d.Earlier {
 		if row.Info.State == taskapi.Recreated {
 			d.Recreated = append(d.Recreated, row)

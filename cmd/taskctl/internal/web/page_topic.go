@@ -261,7 +261,7 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	for _, st := range q.states {
 		d.Filter.States[st] = true
 	}
-	if q.identifier != "" && s.cfg.Store.CanCancel() {
+	if q.identifier != "" {
 		d.CancelReady = offerCancelReady(q.topic, q.identifier, infos)
 	}
 	d.Filter.Filtered = len(q.states) > 0 || q.identifier != "" || q.reference != "" || q.sinceText != "" || q.untilText != ""

@@ -66,9 +66,6 @@ type Store interface {
 	// cancelled, in the state given for each, READY or ACTIVE, and
 	// returns them; the others are left as they are (action_cancel.go).
 	CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error)
-	// CanCancel says whether the repository cancels at all: the pages
-	// offer no cancellation on one that does not.
-	CanCancel() bool
 	Now(ctx context.Context) (time.Time, error)
 	Owners(ctx context.Context, within time.Duration) ([]string, error)
 	Expire(ctx context.Context, after time.Duration) (int64, error)
