@@ -73,19 +73,52 @@ func (m *Manager[Tx]) cancellations(ctx context.Context) error {
 	if len(flying) == 0 {
 		return nil
 	}
-	var found []int64
-	err := retryConflicts(ctx, func() error {
-		return m.transact(ctx, func(tx Tx) (err error) {
-			found, err = canceller.Cancelled(ctx, tx, m.topic, slices.Sorted(maps.Keys(flying))...)
-			return err
-		})
-	})
+	found, err := m.readCancelled(ctx, canceller, slices.Sorted(maps.Keys(flying)))
 	if err != nil {
 		return fmt.Errorf("taskproc: read the cancelled tasks of %q: %w", m.topic, err)
 	}
+	m.endCancelled(found, func(sequence int64) *Batch { return flying[sequence] })
+	return nil
+}
+
+// cancelledAmong asks which of sequences, tasks of b whose settlement the
+// database refused as not this owner's, were cancelled, ends the work on
+// them, and returns how many were. A settlement learns so of a
+// cancellation that came before the reconciliation that would have told;
+// when the read fails, the tasks are taken as another owner's.
+func (m *Manager[Tx]) cancelledAmong(b *Batch, sequences []int64) int {
+	canceller, ok := m.repository().(taskapi.Canceller[Tx])
+	if !ok {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.writes), m.cleanupTime())
+	defer cancel()
+	found, err := m.readCancelled(ctx, canceller, sequences)
+	if err != nil {
+		return 0
+	}
+	m.endCancelled(found, func(int64) *Batch { return b.root() })
+	return len(found)
+}
+
+// readCancelled returns which of sequences are Cancelled.
+func (m *Manager[Tx]) readCancelled(ctx context.Context, canceller taskapi.Canceller[Tx], sequences []int64) ([]int64, error) {
+	var found []int64
+	err := retryConflicts(ctx, func() error {
+		return m.transact(ctx, func(tx Tx) (err error) {
+			found, err = canceller.Cancelled(ctx, tx, m.topic, sequences...)
+			return err
+		})
+	})
+	return found, err
+}
+
+// endCancelled ends the work on the cancelled tasks found, each in the
+// batch that batchOf returns, and tells of those it learnt of now.
+func (m *Manager[Tx]) endCancelled(found []int64, batchOf func(sequence int64) *Batch) {
 	var cancelled []taskapi.Task
 	for _, sequence := range found {
-		if b := flying[sequence]; b != nil {
+		if b := batchOf(sequence); b != nil {
 			if task, ok := b.cancelTask(sequence, cancelledCause(m.topic, sequence)); ok {
 				cancelled = append(cancelled, task)
 			}
@@ -95,7 +128,6 @@ func (m *Manager[Tx]) cancellations(ctx context.Context) error {
 		m.stats.cancelled.Add(int64(len(cancelled)))
 		m.s.notify(Event{Kind: EventCancelled, Topic: m.topic, Tasks: cancelled})
 	}
-	return nil
 }
 
 // cancelTask ends the work on the task of b with sequence, which was

@@ -36,7 +36,7 @@ func (e *env[Tx]) cancelWhenRunning(started <-chan struct{}, task taskapi.Task, 
 	}
 }
 
-// causeOf waits for the cause that a handler reports.
+// causeOf waits for the error that a handler reports.
 func causeOf(t *testing.T, causes <-chan error) error {
 	t.Helper()
 	select {
@@ -129,6 +129,38 @@ func cancelCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 		if n := e.effectRows(tasks[0]); n != 0 {
 			t.Errorf("the ignored cancellation left %d effect rows, want 0", n)
+		}
+		if ev := rec.of(taskproc.EventLost); len(ev) != 0 {
+			t.Errorf("a cancelled batch was reported lost: %+v", ev)
+		}
+	}
+
+	// A handler that completes before its Client heard of the cancellation
+	// (it reconciles once an hour, with no Notifier): the database refuses
+	// the completion, and the settlement finds out why.
+	all["ASettlementLearnsOfACancellationBeforeTheReconciliation"] = func(t *testing.T, e *env[Tx]) {
+		tasks := e.push("late")
+		started, proceed, result := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		rec := &recorder{}
+		c := e.client(e.repo, taskproc.WithReconcile(time.Hour))
+		handle(t, c, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
+			close(started)
+			<-proceed
+			err := b.Complete(taskproc.Decisions{b.Tasks()[0]: {Result: taskapi.Success}})
+			result <- err
+			return err
+		}), taskproc.WithListener(rec))
+		e.start(c)
+		e.cancelWhenRunning(started, tasks[0], "")
+		close(proceed)
+		if err := causeOf(t, result); !errors.Is(err, taskapi.ErrCancelled) {
+			t.Fatalf("Complete = %v, want ErrCancelled", err)
+		}
+		if info := e.info(tasks[0]); info.State != taskapi.Cancelled {
+			t.Errorf("the task is %v, want CANCELLED", info.State)
+		}
+		if ev := rec.of(taskproc.EventCancelled); len(ev) == 0 || len(ev[0].Tasks) != 1 || ev[0].Tasks[0] != tasks[0] {
+			t.Errorf("EventCancelled = %+v, want one with the task", ev)
 		}
 		if ev := rec.of(taskproc.EventLost); len(ev) != 0 {
 			t.Errorf("a cancelled batch was reported lost: %+v", ev)

@@ -110,12 +110,15 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 		case unknown: // the database could not tell: given up
 			return s.lose(b, live, v.err)
 		case taken:
+			s.m.cancelledAmong(b, v.stale)
 			if len(b.withoutCancelled(live)) == 0 {
 				return s.cancelledAll(b, how)
 			}
 			return s.lost(b, how, refusal)
 		case partlyTaken:
-			s.m.s.logger.Warn("taskproc: tasks of a batch are not this owner's any more", "topic", b.topic, "sequences", v.stale)
+			if s.m.cancelledAmong(b, v.stale) < len(v.stale) {
+				s.m.s.logger.Warn("taskproc: tasks of a batch are not this owner's any more", "topic", b.topic, "sequences", v.stale)
+			}
 			live = v.held
 		case notCommitted:
 			live = v.held
@@ -172,7 +175,7 @@ func (s *batchSettler[Tx]) try(b *Batch, how settlement, live []taskapi.Task) tr
 		if held := without(live, stale); len(held) > 0 {
 			return tried{verdict: partlyTaken, o: o, held: held, stale: stale}
 		}
-		return tried{verdict: taken, o: o}
+		return tried{verdict: taken, o: o, stale: stale}
 	}
 	done, held, err := s.settled(ctx, b, how, live, o)
 	switch {
