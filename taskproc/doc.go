@@ -56,7 +56,8 @@
 //
 // A task cancelled while it runs (taskapi.Canceller) is CANCELLED in the
 // database at once; the Client learns of it at its next reconciliation
-// (WithReconcile), and at once on PostgreSQL through the Notifier. Under
+// (WithReconcile), at once on PostgreSQL through the Notifier, and at the
+// latest when the database refuses the task's settlement. Under
 // Sequential, Parallel and ParallelTx the task's own context ends, with a
 // cause (context.Cause) that wraps taskapi.ErrCancelled, and the batch's
 // other tasks go on; under any other Handler the batch's context ends so.
