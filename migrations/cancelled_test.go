@@ -49,6 +49,9 @@ func TestSQLiteCancelledRebuildKeepsTheTable(t *testing.T) {
 			}
 			found[name] = kind
 		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
 		return found
 	}
 	if _, err := p.UpTo(ctx, 10); err != nil {
