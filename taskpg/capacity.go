@@ -92,13 +92,6 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		send = r.admitChanging
 	case rows.len() == 1:
 		a.insert, a.args = sql.admittedOne, append(rows.row(topic, 0), ready)
-		switch admitted, err := r.admitFast(ctx, db, sql.admittedFastOne, a); {
-		case err != nil:
-			return nil, err
-		case admitted:
-			r.capped.Store(topic, struct{}{})
-			return storedTasks(stored, a.sequences)
-		}
 	}
 	var err error
 	if scopeOf(db) == inside {
@@ -115,23 +108,6 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		r.capped.Delete(topic)
 	}
 	return storedTasks(stored, a.sequences)
-}
-
-// admitFast pushes the one task of a, a transaction of its own, in one
-// statement that takes its room from one of the topic's allowances and
-// stores the task only when one had room: then no task_admit need follow,
-// and the push costs one statement, as a push into a topic without a
-// capacity does. It reports whether the task was stored; when it was not,
-// the statement changed nothing, and admit goes on as for any push. Inside
-// a caller's transaction it does nothing: there a push takes a savepoint
-// anyway.
-func (r *Repository) admitFast(ctx context.Context, db DB, fast string, a *admission) (bool, error) {
-	if scopeOf(db) != own || fast == "" {
-		return false, nil
-	}
-	sequences, err := storedSequences(ctx, db, 1, fast, a.args...)
-	a.sequences = sequences
-	return len(sequences) == 1, err
 }
 
 // An admission is a push into a topic that may have a capacity: its

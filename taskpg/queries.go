@@ -88,18 +88,6 @@ var (
 		"{uncappedOlder}", "")
 )
 
-// admittedOneAlone is the push of one task into a topic with a capacity, a
-// transaction of its own, that stores the task only when it took its room
-// from one of the topic's allowances (takenRoom), and nothing otherwise:
-// it needs no task_admit after it, and no check of the topic, whose
-// allowances exist only while it is registered with a capacity (see
-// admitFast).
-const admittedOneAlone = `WITH ` + takenRoom + `
-INSERT INTO {schema}.task (topic, identifier, state, reference, input, not_before, revivals)
-SELECT $1, $2, $3, NULLIF($4::text, ''), NULLIF($5::text, ''), $6::timestamp, $7::integer
-FROM taken WHERE set_config('taskrepo.admitting', 'taken', true) IS NOT NULL
-RETURNING sequence`
-
 const (
 	takenRoom = `taken AS (
     UPDATE {schema}.task_allowance SET allowance = allowance - $8
@@ -508,7 +496,7 @@ GROUP BY topic, state`
 type queries struct {
 	push, admitted                                 [4]string // by Insertion; admitted: into a topic with a capacity
 	pushOne, pushOneAlone, pushSequences, admit    string
-	admittedOne, admittedFastOne                   string
+	admittedOne                                    string
 	poll, pollTermed                               [3][2][2]string // by pollMode, by Order, then unconditional / conditional
 	complete, completeOne, release                 string
 	completeFaults, revivableFaults, readyFaults   string
@@ -554,7 +542,6 @@ func newQueries(schema string, exclusive bool) queries {
 	q.push, q.admitted = pushes(uncapped.Replace), pushes(admittedPush)
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
 	q.admittedOne = sub(admittedPush(pushOne))
-	q.admittedFastOne = sub(admittedOneAlone)
 	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
 	q.poll, q.pollTermed = pollStatements(v)
 	q.complete = v(complete, "{match}", matchActive)

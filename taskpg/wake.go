@@ -34,7 +34,6 @@ type pushStatements struct {
 	pushOne, pushOneAlone string
 	pushSequences         string
 	admittedOne           string // pushOne into a topic with a capacity
-	admittedFastOne       string // the same, when an allowance has room (see admitFast)
 }
 
 // newWakeUps returns the wake-ups of a repository whose queries are q, on
@@ -42,7 +41,7 @@ type pushStatements struct {
 func newWakeUps(s settings, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff, s.wakeInterval, s.quiet)}
 	w.plain = pushStatements{push: q.push, admitted: q.admitted, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone,
-		pushSequences: q.pushSequences, admittedOne: q.admittedOne, admittedFastOne: q.admittedFastOne}
+		pushSequences: q.pushSequences, admittedOne: q.admittedOne}
 	w.notifying = w.plain.notifying(TasksChannel(schema))
 	w.notifyingDue = w.plain.notifying(DueChannel(schema))
 	return w
@@ -61,8 +60,6 @@ func (p pushStatements) notifying(channel string) pushStatements {
 	n.pushOne = notify(p.pushOne)
 	n.pushOneAlone = n.pushOne
 	n.pushSequences, n.admittedOne = notify(p.pushSequences), notify(p.admittedOne)
-	// Nor has admittedFastOne: the notifying push of one task into a topic
-	// with a capacity goes as admit sends any other.
 	return n
 }
 
