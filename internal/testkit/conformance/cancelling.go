@@ -291,7 +291,7 @@ func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Tas
 // pace, one cancellation to their three tasks a round, and would only ever
 // find the tasks they had completed.
 func (c *canceller[Tx]) cancelRace(t *testing.T) {
-	const n = 240
+	n := raceTasks(c.b, 240)
 	creations := make([]taskapi.Creation, n)
 	for i := range creations {
 		creations[i] = taskapi.Creation{Identifier: fmt.Sprint("id-", i%17)}

@@ -204,7 +204,8 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["ConcurrentProducersNeverExceedIt"] = func(t *testing.T) {
 		c := capacityOf(setup(t, b, topic, "free"))
-		const capacity, producers = 1000, 16
+		const producers = 16
+		capacity := int64(raceTasks(b, 1000))
 		c.set(topic, capacity)
 		var admitted atomic.Int64
 		var wg sync.WaitGroup

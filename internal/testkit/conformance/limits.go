@@ -236,7 +236,7 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 			owners, perOwner = 2, 1
 		}
 		l.set(topic, taskapi.Limits{Active: active, PerIdentifier: perKey})
-		cs := make([]taskapi.Creation, 400)
+		cs := make([]taskapi.Creation, raceTasks(b, 400))
 		for i := range cs {
 			cs[i] = taskapi.Creation{Identifier: fmt.Sprintf("k%d", i%keys)}
 		}

@@ -20,7 +20,8 @@ const raceDeadline = 2 * time.Minute
 // racers is how many goroutines each race runs.
 const racers = 8
 
-// raceTasks is how many tasks a race of n tasks pushes on b. A backend of
+// raceTasks is how many tasks a race of n tasks pushes on b (so do the
+// concurrent cases of capacity, limits and cancelling). A backend of
 // one writer under the race detector pushes a quarter of them: SQLite's
 // driver is Go, so the detector instruments the database engine itself,
 // and a race took 35 times as long as without it (42 s instead of 1.2 s
