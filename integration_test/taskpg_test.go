@@ -40,10 +40,3 @@ func TestTaskpgConformance(t *testing.T) {
 	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	conformance.Run(t, pgBackend())
 }
-
-func TestTaskpgExclusiveConformance(t *testing.T) {
-	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
-	b := pgBackend(taskpg.WithExclusive())
-	b.Exclusive = true
-	conformance.Run(t, b)
-}
