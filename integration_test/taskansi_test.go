@@ -77,14 +77,6 @@ func TestTaskansiSQLiteConformance(t *testing.T) {
 	conformance.Run(t, b)
 }
 
-func TestTaskansiPostgresConformance(t *testing.T) {
-	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
-	b := ansiBackend(taskansi.Postgres, openPostgres)
-	b.Block = postgresBlock.ansi
-	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
-	conformance.Run(t, b)
-}
-
 func TestTaskansiMySQLConformance(t *testing.T) {
 	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB { return testdb.MySQL(t) })
