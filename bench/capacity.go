@@ -22,15 +22,15 @@ func runCapacity(ctx context.Context, b *bench) error {
 	producers := b.scale.singleProducers
 	kinds := []struct {
 		key, name, note string
-		warm, n         int
+		warm, n, rounds int // rounds: of each side's turn, the median taken (as runSingle takes it)
 		push            func(repo *taskpg.Repository, pool *pgxpool.Pool, n int) error
 	}{
-		{"bulk", "bulk push (batches of 1,000)", "taskrepo Push Append on the pool", pushBatch, b.scale.bulk,
+		{"bulk", "bulk push (batches of 1,000)", "taskrepo Push Append on the pool", pushBatch, b.scale.bulk, 1,
 			func(repo *taskpg.Repository, pool *pgxpool.Pool, n int) error {
 				return taskPush(ctx, repo, pool, taskapi.Append, n, pushBatch, uniqueIdentifier)
 			}},
 		{"single", "single push (a transaction of its own)", strconv.Itoa(producers) + " producers at once; taskrepo Push on the pool",
-			10 * producers, b.scale.single,
+			10 * producers, b.scale.single, b.scale.singleRounds,
 			func(repo *taskpg.Repository, pool *pgxpool.Pool, n int) error {
 				return taskSinglePush(ctx, repo, pool, n, producers)
 			}},
@@ -49,7 +49,7 @@ func runCapacity(ctx context.Context, b *bench) error {
 				if err := repo.SetCapacity(ctx, pool, topic, capacity); err != nil {
 					return result{}, err
 				}
-				return median(ctx, pool, k.warm, k.n, 1, func(n int) error { return k.push(repo, pool, n) })
+				return median(ctx, pool, k.warm, k.n, k.rounds, func(n int) error { return k.push(repo, pool, n) })
 			}}
 		}
 		scenario := "capacity_" + k.key

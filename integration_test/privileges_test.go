@@ -269,7 +269,6 @@ var postgresGrants = []string{
 	"GRANT USAGE ON SEQUENCE task_sequence TO {role}",
 	"GRANT EXECUTE ON FUNCTION task_truncate(text), task_analyze(text[]) TO {role}",
 	"GRANT SELECT, INSERT, UPDATE ON task_activation, task_leader TO {role}",
-	"GRANT SELECT, UPDATE ON task_allowance TO {role}",
 	"GRANT SELECT, INSERT, UPDATE, DELETE ON task_schedule TO {role}",
 	"GRANT SELECT, INSERT ON task_audit TO {role}",
 }
@@ -289,7 +288,8 @@ func TestTaskansiPostgresApplicationRole(t *testing.T) {
 
 // applicationRoleURL creates a fresh migrated database and a role with the
 // grants README lists on it, and returns the URL that logs in as the role.
-func applicationRoleURL(t *testing.T) string {
+// Each of before runs on the database first, as the owner.
+func applicationRoleURL(t *testing.T, before ...string) string {
 	t.Helper()
 	ctx := t.Context()
 	dbURL := testdb.PostgresURL(t)
@@ -312,6 +312,9 @@ func applicationRoleURL(t *testing.T) string {
 			}
 		}
 	})
+	for _, statement := range before {
+		exec(statement)
+	}
 	exec("CREATE ROLE {role} LOGIN")
 	for _, grant := range postgresGrants {
 		exec(grant)
@@ -335,4 +338,33 @@ func TestTaskpgApplicationRole(t *testing.T) {
 	}
 	defer pool.Close()
 	everyCall(t, pgBackend(), taskpg.DB(pool))
+}
+
+// A role granted its rights after a topic got its capacity has no rights on
+// the topic's sequences of tickets (given to the roles that could insert
+// tasks then): its pushes are admitted by counts, and the capacity holds.
+func TestTaskpgRoleGrantedAfterACapacityPushes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, applicationRoleURL(t,
+		"INSERT INTO task_topic (topic) VALUES ('capped')",
+		"UPDATE task_topic SET capacity = 2 WHERE topic = 'capped'"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	repo, err := taskpg.New("late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := repo.Push(ctx, pool, "capped", taskapi.Append, taskapi.Creation{Identifier: "late"}); err != nil {
+			t.Fatalf("push %d: %v", i, err)
+		}
+	}
+	_, err = repo.Push(ctx, pool, "capped", taskapi.Append, taskapi.Creation{Identifier: "late"})
+	var full *taskapi.CapacityError
+	if !errors.As(err, &full) || full.Capacity != 2 || full.Count != 3 {
+		t.Fatalf("third push = %v, want a refusal at capacity 2 with 3 Ready tasks", err)
+	}
 }

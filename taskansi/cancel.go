@@ -27,7 +27,7 @@ var _ taskapi.Canceller[DB] = (*Repository)(nil)
 //
 // A cancellation needs no lock of the topic's polls (task_lock on MySQL):
 // it only ends Ready and Active tasks, which frees room under the topic's
-// limits and capacity and never takes any. An allowance of a capacity on
+// limits and capacity and never takes any. The tickets of a capacity on
 // PostgreSQL may then fall short of the true room, which the next count
 // finds (see capacity.go).
 const (

@@ -16,7 +16,8 @@ var _ taskapi.Capacitor[DB] = (*Repository)(nil)
 // The capacity of a topic lives in its row of task_topic, NULL for none
 // (migrations: postgres 00010, sqlite 00009, mysql 00007). On PostgreSQL
 // setting it is a plain UPDATE too: the schema's trigger adds or drops what
-// task_admit and the topic's partition need, for taskpg and taskansi alike.
+// the admission and the topic's partition need, for taskpg and taskansi
+// alike (postgres 00013 too).
 const (
 	capacitySet  = `UPDATE {topic} SET capacity = ? WHERE topic = ?`
 	capacityRows = `SELECT topic, capacity FROM {topic} WHERE capacity IS NOT NULL`
@@ -38,7 +39,7 @@ SELECT (SELECT COUNT(*) FROM {task} WHERE topic = ? AND state = 1 AND not_before
 	// admitting turns taskrepo.admitting on ('on') or off (''), for the
 	// rest of the transaction or until the savepoint rolls back; admitCall
 	// admits the Ready tasks just pushed, or fails with SQLSTATE TR001
-	// (admitFunction, migration 00010 of PostgreSQL).
+	// (admitFunction, migrations 00010 and 00013 of PostgreSQL).
 	admitting = `SELECT set_config('taskrepo.admitting', ?, true)`
 	admitCall = `SELECT {admit}(?, CAST(? AS bigint))`
 )
@@ -151,7 +152,7 @@ func (r *Repository) openAdmission(ctx context.Context, tx DB, capacity sql.Null
 // admit admits the tasks just stored in a topic with a capacity, in states,
 // in the push's transaction: it fails with a *taskapi.CapacityError when the
 // topic's Ready tasks, deferred ones included, are over its capacity, and
-// the push's transaction or savepoint rolls back. On PostgreSQL task_admit
+// the push's transaction or savepoint rolls back. On PostgreSQL task_take
 // decides, as for taskpg. Elsewhere the pushes of the topic took turns
 // (lockTopic, or SQLite's single writer), and a count sees every push
 // before: a plain read in a transaction of the repository's own (READ
@@ -184,7 +185,7 @@ func (r *Repository) admit(ctx context.Context, tx DB, topic string, capacity sq
 	return nil
 }
 
-// admitByFunction calls task_admit with the number of Ready tasks stored,
+// admitByFunction calls task_take with the number of Ready tasks stored,
 // if any, and turns taskrepo.admitting off again, so that the rest of a
 // caller's transaction inserts no task unadmitted.
 func (r *Repository) admitByFunction(ctx context.Context, tx DB, topic string, ready int) error {
@@ -198,7 +199,7 @@ func (r *Repository) admitByFunction(ctx context.Context, tx DB, topic string, r
 	return err
 }
 
-// overCapacity returns err as a *taskapi.CapacityError when task_admit
+// overCapacity returns err as a *taskapi.CapacityError when task_take
 // refused the push: SQLSTATE TR001, whose DETAIL is the capacity and the
 // count.
 func overCapacity(err error, topic string) error {

@@ -126,9 +126,9 @@ type admissionKind int
 const (
 	// admitAlone: one writer at a time takes the turns (SQLite).
 	admitAlone admissionKind = iota
-	// admitFunction: the schema's task_admit counts, as for taskpg, with
+	// admitFunction: the schema's task_take admits, as for taskpg, with
 	// taskrepo.admitting on for the insert, which the trigger of a capped
-	// topic's partition asks for (PostgreSQL, migration 00010).
+	// topic's partition asks for (PostgreSQL, migrations 00010 and 00013).
 	admitFunction
 	// admitTopicRow: the pushes lock the topic's row exclusively (MySQL).
 	admitTopicRow

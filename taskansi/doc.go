@@ -100,9 +100,9 @@
 // refusal (a *taskapi.CapacityError) rolls back:
 //
 //   - Postgres: as in package taskpg, with which it shares the capacity:
-//     taskrepo.admitting on for the insert, then the schema's task_admit
-//     (see migrations.Postgres, 00010), which lets up to 16 pushes of a
-//     topic admit at once.
+//     taskrepo.admitting on for the insert, then the schema's task_take
+//     (see migrations.Postgres, 00010 and 00013), which admits the push by
+//     tickets while they last, and else counts.
 //   - SQLite: the single writer serializes the pushes; each counts the
 //     topic's Ready tasks after its insert.
 //   - MySQL: the pushes of a topic with a capacity take turns on its row,

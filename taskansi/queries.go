@@ -360,7 +360,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	sub := strings.NewReplacer(
 		"{task}", qualify("task"), "{topic}", qualify("task_topic"), "{owner}", qualify("task_owner"),
 		"{hold}", qualify("task_hold"), "{lock}", qualify("task_lock"), "{schedule}", qualify("task_schedule"),
-		"{analyze}", qualify("task_analyze"), "{admit}", qualify("task_admit"),
+		"{analyze}", qualify("task_analyze"), "{admit}", qualify("task_take"),
 		"{now}", d.now, "{ago}", d.ago, "{greatest}", d.greatest, "{skip}", skip, "{wait}", d.forUpdate,
 		"{keep}", d.keep, "{primary}", d.primary, "{dueIndex}", d.dueIndex, "{keyedIndex}", d.keyedIndex, "{deleteFrom}", strings.ReplaceAll(d.deleteFrom, "{task}", qualify("task")), "{insert}", d.insert, "{ignore}", d.ignore, "{returning}", returning,
 	).Replace

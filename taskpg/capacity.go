@@ -68,36 +68,24 @@ func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, e
 	return capacities, nil
 }
 
-// admit stores creations in a topic that may have a capacity, in one round
-// trip: the admitted push statement (see queries.go), then task_admit when
-// the push found no room in the topic's allowances. The push turns
-// taskrepo.admitting on until the transaction ends; only a push of
-// taskpg's own transaction (pushOneAlone) has no other check.
-// Inside a caller's transaction the round trip runs in a savepoint, so that
-// a refused push leaves the transaction usable; elsewhere the round trip's
-// implicit transaction rolls back. admit remembers whether the topic has a
-// capacity.
+// admit stores creations in a topic that may have a capacity (see
+// queries.go and migration 00013): admitted by tickets when they are within
+// the topic's bound, else counted by task_admit. Each attempt is a
+// transaction of its own, or a savepoint inside a caller's transaction: the
+// admitted attempt holds the topic's admission lock shared until it ends,
+// and two pushes that held it while task_admit took it exclusively would
+// wait for each other. A refused push leaves a caller's transaction usable.
+// admit remembers whether the topic has a capacity.
 func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	stored, created := batch.Stored(insertion, creations)
 	if revivals != nil && len(revivals) != len(stored) {
 		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
 	}
-	rows := pushRows(stored, ordinals(created), revivals)
-	ready := batch.Ready(created)
-	a := &admission{rows: rows, insert: sql.admitted[insertion], args: append(rows.arrays(topic), ready),
-		admit: []any{topic, ready}, capped: true}
-	send := r.admitAppend
-	switch {
-	case insertion != taskapi.Append:
-		send = r.admitChanging
-	case rows.len() == 1:
-		a.insert, a.args = sql.admittedOne, append(rows.row(topic, 0), ready)
-	}
-	var err error
-	if scopeOf(db) == inside {
-		err = atomic(ctx, db, func(tx DB) error { return send(ctx, tx, topic, a) })
-	} else {
-		err = send(ctx, db, topic, a)
+	a := &admission{topic: topic, insertion: insertion, rows: pushRows(stored, ordinals(created), revivals),
+		ready: batch.Ready(created), capped: true}
+	err := attempt(ctx, db, func(db DB) error { return r.admitByTicket(ctx, db, sql, a) })
+	if errors.Is(err, errPastBound) || ticketless(err) {
+		err = attempt(ctx, db, func(db DB) error { return r.admitByCount(ctx, db, sql, a) })
 	}
 	if err != nil {
 		return nil, overCapacity(err, topic)
@@ -110,45 +98,75 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 	return storedTasks(stored, a.sequences)
 }
 
-// An admission is a push into a topic that may have a capacity: its
-// statement and arguments, those of task_admit, and what they returned.
-// task_admit runs only when the push found no allowance with room, and
-// returns whether the topic has a capacity; capped stays true otherwise.
+// An admission is a push into a topic that may have a capacity, and what it
+// returned: the sequences of the stored tasks, and whether task_admit found
+// a capacity (capped stays true when tickets admitted the push).
 type admission struct {
-	rows        taskRows
-	insert      string
-	args, admit []any
-	sequences   []int64
-	capped      bool // task_admit found a capacity
+	topic     string
+	insertion taskapi.Insertion
+	rows      taskRows
+	ready     int // the Ready tasks it stores, one ticket each
+	sequences []int64
+	capped    bool
 }
 
-// admitAppend sends an Append and task_admit as pgx's statements, which
-// may be prepared with generic plans, as appendRows does.
-func (r *Repository) admitAppend(ctx context.Context, db DB, _ string, a *admission) error {
-	return alone(ctx, db, func(ctx context.Context, db DB) error {
-		b := &pgx.Batch{}
-		b.Queue(a.insert, a.args...).Query(func(result pgx.Rows) (err error) {
-			a.sequences, err = collectSequences(result, a.rows.len())
-			return err
-		})
-		b.Queue(r.q.admit, a.admit...).Query(func(rows pgx.Rows) error {
-			_, err := pgx.ForEachRow(rows, []any{&a.capped}, func() error { return nil })
-			return err
-		})
-		return db.SendBatch(ctx, b).Close()
-	})
+// errPastBound says that an admitted push stored nothing: its tickets were
+// past the topic's bound, or the topic has no capacity or is unknown.
+var errPastBound = errors.New("taskpg: no room by tickets")
+
+// attempt runs call in a savepoint inside a caller's transaction, and else
+// as it is: a round trip whose implicit transaction ends with it.
+func attempt(ctx context.Context, db DB, call func(db DB) error) error {
+	if scopeOf(db) == inside {
+		return atomic(ctx, db, call)
+	}
+	return call(db)
 }
 
-// admitChanging sends the push of an insertion that changes older tasks,
-// after the locks of its identifiers (see insertRows), and task_admit, as
-// a pipeline, planned for its arguments.
-func (r *Repository) admitChanging(ctx context.Context, db DB, topic string, a *admission) error {
+// admitByTicket sends the admitted push, a statement of pgx for an Append
+// (which may be prepared, as for a push without a capacity), else after the
+// locks of its identifiers; errPastBound when it stored nothing.
+func (r *Repository) admitByTicket(ctx context.Context, db DB, sql *pushStatements, a *admission) (err error) {
+	switch {
+	case a.insertion != taskapi.Append:
+		a.sequences, err = r.insertRows(ctx, db, sql.admitted[a.insertion], a.topic, append(a.rows.arrays(a.topic), a.ready), a.rows)
+	case a.rows.len() == 1:
+		query := sql.admittedOne
+		if scopeOf(db) == own {
+			query = sql.admittedOneAlone
+		}
+		a.sequences, err = storedSequences(ctx, db, 1, query, a.rows.row(a.topic, 0)...) // one ticket
+	default:
+		a.sequences, err = storedSequences(ctx, db, a.rows.len(), sql.admitted[taskapi.Append], append(a.rows.arrays(a.topic), a.ready)...)
+	}
+	if err == nil && len(a.sequences) == 0 {
+		return errPastBound
+	}
+	return err
+}
+
+// admitByCount sends the counted push, after the locks of its identifiers
+// when it changes older tasks, and task_admit, as a pipeline.
+func (r *Repository) admitByCount(ctx context.Context, db DB, sql *pushStatements, a *admission) error {
+	a.sequences = a.sequences[:0]
+	var steps []step
+	if a.insertion != taskapi.Append {
+		steps = r.identifierLocks(a.topic, a.rows.identifiers)
+	}
 	var sequence int64
-	steps := append(r.identifierLocks(topic, a.rows.identifiers),
-		step{sql: a.insert, args: a.args, dest: []any{&sequence},
+	steps = append(steps,
+		step{sql: sql.counted[a.insertion], args: a.rows.arrays(a.topic), dest: []any{&sequence},
 			each: func() error { a.sequences = append(a.sequences, sequence); return nil }},
-		step{sql: r.q.admit, args: a.admit, dest: []any{&a.capped}, each: func() error { return nil }})
+		step{sql: r.q.admit, args: []any{a.topic, a.ready}, dest: []any{&a.capped}, each: func() error { return nil }})
 	return pipeline(ctx, db, steps...)
+}
+
+// ticketless reports whether an admitted push could not draw tickets: its
+// role has no rights on the topic's sequences (given to the roles that may
+// insert tasks when the capacity was set), or they were being dropped.
+func ticketless(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42501" || pgErr.Code == "42P01")
 }
 
 // unadmitted reports whether a push failed for want of admission: it stored

@@ -77,7 +77,7 @@ func (r *Repository) store(ctx context.Context, db DB, sql *pushStatements, topi
 	var err error
 	switch {
 	case insertion != taskapi.Append:
-		sequences, err = r.insertRows(ctx, db, sql, topic, insertion, rows)
+		sequences, err = r.insertRows(ctx, db, sql.push[insertion], topic, rows.arrays(topic), rows)
 	case len(stored) >= copyThreshold:
 		sequences, err = r.copyIn(ctx, db, sql, topic, rows)
 	case len(stored) == 1:
@@ -148,12 +148,12 @@ func alone(ctx context.Context, db DB, call func(ctx context.Context, db DB) err
 	return guard(ctx, conn, func(ctx context.Context) error { return call(ctx, conn) })
 }
 
-// insertRows runs the push statement of an insertion mode that changes
-// older tasks, after the locks of the identifiers: the two go in one round
-// trip, the push planned for its arguments (it changes tasks of the topic's
-// partition). It returns the sequences of the stored tasks, none for an
-// unknown topic.
-func (r *Repository) insertRows(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, rows taskRows) ([]int64, error) {
+// insertRows runs statement, the push of an insertion mode that changes
+// older tasks, with args, after the locks of the identifiers of rows: the
+// two go in one round trip, the push planned for its arguments (it changes
+// tasks of the topic's partition). It returns the sequences of the stored
+// tasks, none for an unknown topic.
+func (r *Repository) insertRows(ctx context.Context, db DB, statement, topic string, args []any, rows taskRows) ([]int64, error) {
 	sequences := make([]int64, 0, rows.len())
 	var sequence int64
 	var steps []step
@@ -162,7 +162,7 @@ func (r *Repository) insertRows(ctx context.Context, db DB, sql *pushStatements,
 	}
 	steps = append(steps, r.identifierLocks(topic, rows.identifiers)...)
 	steps = append(steps, step{
-		sql: sql.push[insertion], args: rows.arrays(topic),
+		sql: statement, args: args,
 		dest: []any{&sequence}, each: func() error { sequences = append(sequences, sequence); return nil },
 	})
 	err := pipeline(ctx, db, steps...)

@@ -69,44 +69,89 @@ const pushSequences = `
 SELECT nextval({sequence})
 FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) AS p, generate_series(1, $2)`
 
-// Capacity (see migration 00010): the push statements store tasks only in a
-// topic without a capacity ({uncapped} in their check of the topic's row,
-// and in the CTE by which an insertion mode changes older tasks, which
-// would run even when the insert stores nothing). For a topic with one they
-// store nothing, and the push goes again as admit does, with the same
-// statements admitted: they take their room ($8, the Ready tasks they
-// store) from one of the topic's allowances in a CTE (takenRoom, the fast
-// path of task_admit), and turn taskrepo.admitting on for the transaction,
-// as the trigger of the topic's partition asks of every insert
-// (pushOneAlone meets it): 'taken', or 'count' when no allowance had room,
-// and then admit, the statement after the push, runs task_admit.
+// Capacity (see migrations 00010 and 00013): the push statements store
+// tasks only in a topic without a capacity ({uncapped} in their check of
+// the topic's row, and in the CTE by which an insertion mode changes older
+// tasks, which would run even when the insert stores nothing). For a topic
+// with one they store nothing, and the push goes again as admit does:
+//
+//   - first admitted, with tickets: the admission CTE takes the topic's
+//     admission lock shared, draws a ticket per Ready task the push stores
+//     ($8) and compares the last with the topic's bound. Within it, the push
+//     turns taskrepo.admitting on for the transaction, as the trigger of the
+//     topic's partition asks of every insert (pushOneAlone meets it), and
+//     stores its tasks; past it, or for a topic without a capacity, it stores
+//     nothing and changes nothing.
+//   - else counted: the push turns taskrepo.admitting on and stores its
+//     tasks, and admit, the statement after it, runs task_admit, which
+//     counts. It comes in a transaction (or savepoint) of its own, after
+//     the one of the admitted push, which held the lock shared.
+//
+// The CTE reads the topic's row under another name, so that the
+// notifications (see notifying) go with the statement's own check.
 var (
 	uncapped = strings.NewReplacer("{uncapped}", " AND capacity IS NULL",
 		"{uncappedOlder}", " AND EXISTS (SELECT FROM {schema}.task_topic WHERE topic = $1 AND capacity IS NULL)")
-	admitted = strings.NewReplacer("{uncapped}",
-		" AND set_config('taskrepo.admitting', CASE WHEN EXISTS (SELECT FROM taken) THEN 'taken' ELSE 'count' END, true) IS NOT NULL",
+	admitted = strings.NewReplacer("{uncapped}", " AND (SELECT fits FROM admission)",
+		"{uncappedOlder}", " AND (SELECT fits FROM admission)")
+	counted = strings.NewReplacer("{uncapped}", " AND set_config('taskrepo.admitting', 'counted', true) IS NOT NULL",
 		"{uncappedOlder}", "")
 )
 
 const (
-	takenRoom = `taken AS (
-    UPDATE {schema}.task_allowance SET allowance = allowance - $8
-    WHERE topic = $1 AND shard = (
-        SELECT shard FROM {schema}.task_allowance WHERE topic = $1 AND allowance >= $8
-        LIMIT 1 FOR UPDATE SKIP LOCKED)
-    RETURNING shard)`
-	admit = `SELECT {schema}.task_admit($1, $2) WHERE current_setting('taskrepo.admitting', true) = 'count'`
+	// tickets decides in order: the lock is held before the tickets are
+	// drawn ({draw}: the last of $8 tickets, or of one). Sequences are
+	// looked up by name, {tickets} and {bound} being the schema and the
+	// prefix as a string literal; 1952543599 is the space of the admission
+	// locks (internal/lockkey), {admissionKey} the schema and a dot, as a
+	// literal.
+	tickets = `CASE WHEN capacity IS NULL THEN false ELSE ` + ticketsFit + ` END`
+	// ticketsFit is tickets for a statement that does not read the topic's
+	// row: a topic without its sequences fails it (42P01).
+	ticketsFit = `CASE WHEN pg_advisory_xact_lock_shared(1952543599, hashtext({admissionKey} || $1)) IS NULL THEN false
+        WHEN {draw} > pg_sequence_last_value(({bound} || md5($1))::regclass) THEN false
+        ELSE set_config('taskrepo.admitting', 'ticket', true) IS NOT NULL END`
+	drawOne = `nextval(({tickets} || md5($1))::regclass)`
+	// OFFSET 0 looks the sequence up once, not once per ticket.
+	drawMany = `(SELECT max(nextval(s.tickets))
+        FROM (SELECT ({tickets} || md5($1))::regclass AS tickets OFFSET 0) AS s, generate_series(1, $8::integer))`
+	// A push of many tasks decides once, in a CTE that its CTE of older
+	// tasks (if any) reads too.
+	admissionCTE = `admission AS MATERIALIZED (SELECT {decide} AS fits FROM {schema}.task_topic WHERE topic = $1)`
+	admit        = `SELECT {schema}.task_admit($1, $2)`
 )
 
-// admittedPush returns the admitted form of a push statement: takenRoom
-// first among its CTEs.
+// admittedPush returns the admitted form of a push statement of many
+// tasks: the admission CTE first among its CTEs. The CTE reads the
+// topic's row with the notifications' check spelled otherwise (see
+// notifying), so that they stay with the statement's own.
 func admittedPush(statement string) string {
+	cte := strings.NewReplacer("{decide}", strings.Replace(tickets, "{draw}", drawMany, 1),
+		"task_topic WHERE", "task_topic AS t WHERE").Replace(admissionCTE)
 	statement = admitted.Replace(statement)
 	if rest, ok := strings.CutPrefix(statement, "WITH "); ok {
-		return "WITH " + takenRoom + ",\n" + rest
+		return "WITH " + cte + ",\n" + rest
 	}
-	return "WITH " + takenRoom + statement
+	return "WITH " + cte + statement
 }
+
+// admittedOne returns the admitted form of pushOne, the push of one task
+// that decides in its check of the topic's row: a CTE costs a tenth of the
+// push.
+func admittedOne(statement string) string {
+	return strings.Replace(statement, "{uncapped}", " AND "+strings.Replace(tickets, "{draw}", drawOne, 1), 1)
+}
+
+// admittedOneAlone is the admitted push of one task in a transaction of its
+// own, which leaves the check of the topic to its sequences and the
+// partition routing, as pushOneAlone does: a topic without sequences fails
+// it (42P01: see ticketless), and a removed capacity leaves them spent, so
+// that the push goes to task_admit, which says that it is gone.
+var admittedOneAlone = `
+INSERT INTO {schema}.task (topic, identifier, state, reference, input, not_before, revivals)
+SELECT $1::text, $2::text, $3::smallint, NULLIF($4::text, ''), NULLIF($5::text, ''), $6::timestamp, $7::integer
+WHERE ` + strings.Replace(ticketsFit, "{draw}", drawOne, 1) + `
+RETURNING sequence`
 
 // The insertion modes change older tasks in a data-modifying CTE of the same
 // statement: it sees the tasks as they were before the statement, so it never
@@ -494,9 +539,9 @@ GROUP BY topic, state`
 
 // queries holds the SQL of a repository, its placeholders substituted.
 type queries struct {
-	push, admitted                                 [4]string // by Insertion; admitted: into a topic with a capacity
+	push, admitted, counted                        [4]string // by Insertion; admitted, counted: into a topic with a capacity
 	pushOne, pushOneAlone, pushSequences, admit    string
-	admittedOne                                    string
+	admittedOne, admittedOneAlone                  string
 	poll, pollTermed                               [3][2][2]string // by pollMode, by Order, then unconditional / conditional
 	complete, completeOne, release                 string
 	completeFaults, revivableFaults, readyFaults   string
@@ -520,13 +565,15 @@ type queries struct {
 
 // newQueries returns the queries for the quoted schema, skipping locked rows
 // unless exclusive.
-func newQueries(schema string, exclusive bool) queries {
+func newQueries(schema, plain string, exclusive bool) queries {
 	skip := " SKIP LOCKED"
 	if exclusive {
 		skip = ""
 	}
-	sequence := "'" + strings.ReplaceAll(schema+".task_sequence", "'", "''") + "'"
-	sub := strings.NewReplacer("{schema}", schema, "{sequence}", sequence, "{skip}", skip,
+	literal := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	sub := strings.NewReplacer("{schema}", schema, "{sequence}", literal(schema+".task_sequence"), "{skip}", skip,
+		"{tickets}", literal(schema+".task_ticket_"), "{bound}", literal(schema+".task_bound_"),
+		"{admissionKey}", literal(plain+"."),
 		"{silent}", strings.ReplaceAll(silent, "{now}", now), "{now}", now).Replace
 	v := func(template string, pairs ...string) string {
 		return sub(strings.NewReplacer(pairs...).Replace(template))
@@ -539,9 +586,9 @@ func newQueries(schema string, exclusive bool) queries {
 		push[taskapi.Delete] = v(form(pushDelete+pushInsert), "{from}", "1", "{to}", "8")
 		return push
 	}
-	q.push, q.admitted = pushes(uncapped.Replace), pushes(admittedPush)
+	q.push, q.admitted, q.counted = pushes(uncapped.Replace), pushes(admittedPush), pushes(counted.Replace)
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
-	q.admittedOne = sub(admittedPush(pushOne))
+	q.admittedOne, q.admittedOneAlone = sub(admittedOne(pushOne)), sub(admittedOneAlone)
 	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
 	q.poll, q.pollTermed = pollStatements(v)
 	q.complete = v(complete, "{match}", matchActive)

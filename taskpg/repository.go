@@ -113,7 +113,7 @@ func New(owner string, opts ...Option) (*Repository, error) {
 		return nil, fmt.Errorf("taskpg: new: wake-up interval %v is negative: %w", s.wakeInterval, taskapi.ErrInvalidArgument)
 	}
 	schema := pgx.Identifier{s.schema}.Sanitize()
-	q := newQueries(schema, s.exclusive)
+	q := newQueries(schema, s.schema, s.exclusive)
 	return &Repository{
 		owner: owner, schema: schema, plain: s.schema, table: pgx.Identifier{s.schema, "task"},
 		q: q, incarnation: rand.Text(), wake: newWakeUps(s, q, s.schema),

@@ -30,18 +30,20 @@ type wakeUps struct {
 // is delivered when the push's transaction commits, never when it rolls
 // back.
 type pushStatements struct {
-	push, admitted        [4]string // by Insertion; admitted: into a topic with a capacity
+	push                  [4]string // by Insertion
+	admitted, counted     [4]string // by Insertion, into a topic with a capacity (see admit)
 	pushOne, pushOneAlone string
 	pushSequences         string
 	admittedOne           string // pushOne into a topic with a capacity
+	admittedOneAlone      string // pushOneAlone into a topic with a capacity
 }
 
 // newWakeUps returns the wake-ups of a repository whose queries are q, on
 // the tables of schema (as given).
 func newWakeUps(s settings, q queries, schema string) *wakeUps {
 	w := &wakeUps{Edge: edge.New(s.wakeOff, s.wakeInterval, s.quiet)}
-	w.plain = pushStatements{push: q.push, admitted: q.admitted, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone,
-		pushSequences: q.pushSequences, admittedOne: q.admittedOne}
+	w.plain = pushStatements{push: q.push, admitted: q.admitted, counted: q.counted, pushOne: q.pushOne, pushOneAlone: q.pushOneAlone,
+		pushSequences: q.pushSequences, admittedOne: q.admittedOne, admittedOneAlone: q.admittedOneAlone}
 	w.notifying = w.plain.notifying(TasksChannel(schema))
 	w.notifyingDue = w.plain.notifying(DueChannel(schema))
 	return w
@@ -52,13 +54,14 @@ func (p pushStatements) notifying(channel string) pushStatements {
 	notify := notifying(channel)
 	var n pushStatements
 	for i := range p.push {
-		n.push[i], n.admitted[i] = notify(p.push[i]), notify(p.admitted[i])
+		n.push[i], n.admitted[i], n.counted[i] = notify(p.push[i]), notify(p.admitted[i]), notify(p.counted[i])
 	}
 	// pushOneAlone has no topic check to hang the notification on: the
 	// notifying push of one task checks the topic as pushOne does, which
 	// costs little at one push per topic and interval.
 	n.pushOne = notify(p.pushOne)
 	n.pushOneAlone = n.pushOne
+	n.admittedOneAlone = notify(p.admittedOne)
 	n.pushSequences, n.admittedOne = notify(p.pushSequences), notify(p.admittedOne)
 	return n
 }

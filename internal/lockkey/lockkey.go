@@ -15,7 +15,8 @@ import (
 // The spaces of the keys. Conditional polls use 1952543595 ("task" in ASCII)
 // with PostgreSQL's hashtext of the topic; on PostgreSQL, the claims of a
 // topic with limits take 1952543598 with hashtext of the schema and topic
-// (the trigger of migration 00011).
+// (the trigger of migration 00011), and the admission of pushes into a
+// topic with a capacity 1952543599 with the same hash (migration 00013).
 const (
 	// InsertionSpace is the space of a topic's insertion lock: taken shared by a
 	// push of few identifiers, exclusive by a push of many.

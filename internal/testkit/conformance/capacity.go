@@ -247,6 +247,87 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 		}
 	}
 
+	// Pollers free room while producers push and a sampler counts: the
+	// room freed is found by counts while other pushes are admitted, and
+	// no committed state holds more Ready tasks than the capacity.
+	all["ProducersAndPollersNeverExceedIt"] = func(t *testing.T) {
+		c := capacityOf(setup(t, b, topic))
+		const capacity, producers, pollers = 50, 8, 1
+		attempts := raceTasks(b, 80)
+		c.set(topic, capacity)
+		var admitted, completed atomic.Int64
+		var pushing, polling sync.WaitGroup
+		errs := make(chan error, producers+pollers+1)
+		for p := range producers {
+			pushing.Go(func() {
+				for i := range attempts {
+					n := 1 + (p+i)%2
+					_, err := c.repo.Push(c.ctx, c.db, topic, taskapi.Append, creations(fmt.Sprintf("p%d-%d", p, i), n)...)
+					switch {
+					case err == nil:
+						admitted.Add(int64(n))
+					case !errors.Is(err, taskapi.ErrOverCapacity) && !errors.Is(err, taskapi.ErrConflict):
+						errs <- fmt.Errorf("push: %w", err)
+						return
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		for range pollers {
+			polling.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					tasks, err := c.repo.Poll(c.ctx, c.db, topic, 2)
+					if err == nil && len(tasks) > 0 {
+						err = c.repo.Complete(c.ctx, c.db, topic, decisions(taskapi.Success, tasks...)...)
+					}
+					if err != nil && !errors.Is(err, taskapi.ErrConflict) {
+						errs <- fmt.Errorf("poll and complete: %w", err)
+						return
+					}
+					if err == nil {
+						completed.Add(int64(len(tasks)))
+					}
+				}
+			})
+		}
+		polling.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				infos, err := c.repo.Page(c.ctx, c.db, topic, taskapi.Listing{States: []taskapi.State{taskapi.Ready}},
+					taskapi.Inception, 1<<20, taskapi.Forward)
+				if err != nil {
+					errs <- fmt.Errorf("page: %w", err)
+					return
+				}
+				if len(infos) > capacity {
+					errs <- fmt.Errorf("a sample saw %d Ready tasks, over the capacity of %d", len(infos), capacity)
+					return
+				}
+			}
+		})
+		pushing.Wait()
+		close(done)
+		polling.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		if ready := c.ready(topic); ready+completed.Load() != admitted.Load() || ready > capacity {
+			t.Fatalf("%d Ready and %d completed of %d admitted, want them to add up, at most %d Ready",
+				ready, completed.Load(), admitted.Load(), capacity)
+		}
+	}
+
 	cases(t, all)
 }
 
