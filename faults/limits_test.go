@@ -60,6 +60,7 @@ func TestFleetLimitsHoldAcrossProcesses(t *testing.T) {
 				workers = append(workers, startWorker(t, url, topic, fmt.Sprintf("worker-%d", i),
 					"-pollers", fmt.Sprint(limitPollers), "-work", "5ms"))
 			}
+			t.Cleanup(func() { explainStall(t, url, workers) })
 			awaitSucceeded(t, pool, repo, topic, limitTasks)
 			for _, w := range workers {
 				w.stop(t)
@@ -146,5 +147,37 @@ func awaitSucceeded(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository, t
 			t.Fatalf("not every task succeeded within %v: %v", settleWithin, counts[topic])
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// explainStall logs, when t failed, what the database's sessions were
+// doing and what the workers wrote to stderr: a stall is then explained by
+// the run that saw it.
+func explainStall(t *testing.T, url string, workers []*worker) {
+	if !t.Failed() {
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Logf("explain the stall: %v", err)
+		return
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, `
+SELECT pid, coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, ''),
+       coalesce(extract(epoch FROM now() - xact_start)::int, -1), left(query, 200)
+FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+	var pid, age int
+	var state, wait, query string
+	_, err = pgx.ForEachRow(rows, []any{&pid, &state, &wait, &age, &query}, func() error {
+		t.Logf("session %d: %s, waiting for %q, transaction of %d s: %s", pid, state, wait, age, query)
+		return nil
+	})
+	if err != nil {
+		t.Logf("explain the stall: %v", err)
+	}
+	for _, w := range workers {
+		t.Logf("worker %s wrote: %s", w.owner, w.stderr.String())
 	}
 }
