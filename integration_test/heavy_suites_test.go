@@ -3,19 +3,21 @@
 package integration_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/conformance"
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskansi"
 	"github.com/taskrepo/taskrepo/taskpg"
 )
 
-// Two of the five suites are heavy tests (built with the tag heavy, run by
-// CI's step heavy without -race): with all five, the test command took
-// longer than its ten minutes on a busy machine. Each is a variant of
-// statements over Go code that the race detector already watches under a
-// suite of the test command: taskpg's plain suite, and taskansi's on
-// SQLite and MySQL.
+// Four of the seven suites are heavy tests (built with the tag heavy, run
+// by CI's step heavy without -race): with all of them, the test command
+// took longer than its ten minutes on a busy machine. Each is a variant of
+// statements or of connections over Go code that the race detector already
+// watches under a suite of the test command: taskpg's plain suite, and
+// taskansi's on SQLite and MySQL.
 
 // TestTaskpgExclusiveConformance runs the suite on taskpg WithExclusive,
 // whose polls wait for locked rows instead of skipping them.
@@ -31,6 +33,37 @@ func TestTaskpgExclusiveConformance(t *testing.T) {
 func TestTaskansiPostgresConformance(t *testing.T) {
 	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := ansiBackend(taskansi.Postgres, openPostgres)
+	b.Block = postgresBlock.ansi
+	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
+	conformance.Run(t, b)
+}
+
+// TestTaskpgConformanceThroughPgBouncer runs the suite on taskpg through a
+// PgBouncer in transaction pooling mode, pgx in its exec mode (issue 26):
+// every round trip may go to another server connection, and no statement
+// prepared by name outlives its transaction.
+func TestTaskpgConformanceThroughPgBouncer(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
+	b := pgBackend()
+	b.Open = func(t *testing.T) taskpg.DB {
+		return testdb.Pool(t, testdb.PgBouncerURL(t, testdb.PostgresURL(t)), 16)
+	}
+	conformance.Run(t, b)
+}
+
+// TestTaskansiPostgresConformanceThroughPgBouncer runs the suite on
+// taskansi's PostgreSQL dialect through a PgBouncer in transaction pooling
+// mode, database/sql over pgx in its exec mode (issue 26).
+func TestTaskansiPostgresConformanceThroughPgBouncer(t *testing.T) {
+	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
+	b := ansiBackend(taskansi.Postgres, func(t *testing.T) *sql.DB {
+		db, err := sql.Open("pgx", testdb.PgBouncerURL(t, testdb.PostgresURL(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	})
 	b.Block = postgresBlock.ansi
 	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
 	conformance.Run(t, b)

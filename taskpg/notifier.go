@@ -2,13 +2,18 @@ package taskpg
 
 import (
 	"context"
+	cryptorand "crypto/rand"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 // NotifierApplicationName is the application_name of a Notifier's
@@ -23,6 +28,9 @@ const (
 	defaultMaxBackoff   = 5 * time.Second
 	connectTimeout      = 10 * time.Second
 	closeTimeout        = time.Second
+	// deafRetry is the wait before a Notifier whose connection heard
+	// nothing (ErrNotListening) connects again.
+	deafRetry = time.Minute
 	// maxDrain bounds the notifications handed over in one call.
 	maxDrain = 1000
 )
@@ -42,8 +50,30 @@ type NotifierOption func(*notifierSettings)
 
 type notifierSettings struct {
 	schema      string
+	listenURL   string // empty: the pool's configuration
 	ping        time.Duration
 	first, most time.Duration // the backoff between connections
+}
+
+// ErrNotListening says that the probe notification that a Notifier sends
+// through the pool when it connects did not reach its connection within
+// the ping interval, though the connection answers: most likely a pooler in transaction mode (PgBouncer)
+// stands between it and PostgreSQL, where LISTEN holds for one transaction
+// only. Listen reports it once, through lost, and tries again every minute;
+// meanwhile the runtime finds new tasks by polling. WithListenURL gives the
+// Notifier a connection that keeps its LISTEN: direct, or through a pooler
+// in session mode.
+var ErrNotListening = errors.New("taskpg: notifications do not reach the Notifier's connection " +
+	"(a pooler in transaction mode? give it a direct or session-pooled URL, WithListenURL)")
+
+// WithListenURL makes the Notifier connect to url (a PostgreSQL URL or DSN,
+// as pgx parses it) instead of with the configuration of the pool's
+// connections: the way past a pooler in transaction mode, which the pool
+// may go through, since LISTEN needs a connection of its own to the server
+// (docs/operating.md). The probes (see ErrNotListening) still go through
+// the pool, so that the two are known to reach the same server.
+func WithListenURL(url string) NotifierOption {
+	return func(s *notifierSettings) { s.listenURL = url }
 }
 
 // WithNotifierSchema names the schema whose channels the Notifier listens
@@ -97,25 +127,39 @@ func NewNotifier(pool *pgxpool.Pool, opts ...NotifierOption) *Notifier {
 // missed, and nil stands for every topic. An
 // activation notification without a topic stands for every topic too. On
 // any error of its connection it calls lost with the error, closes the
-// connection and connects again after a backoff. The callbacks run on
+// connection and connects again after a backoff; a connection that hears
+// nothing is told once (ErrNotListening). The callbacks run on
 // Listen's goroutine; nil ones are skipped. It fails at once, with
-// taskapi.ErrInvalidArgument, only for an invalid schema.
+// taskapi.ErrInvalidArgument, only for an invalid schema or listen URL.
 func (n *Notifier) Listen(ctx context.Context, wake, deferred, activated func(topics []string), lost func(err error)) error {
 	if err := checkSchema(n.s.schema); err != nil {
 		return fmt.Errorf("taskpg: listen: %w", err)
 	}
+	if n.s.listenURL != "" {
+		if _, err := pgx.ParseConfig(n.s.listenURL); err != nil {
+			return fmt.Errorf("taskpg: listen: the listen URL: %w: %w", taskapi.ErrInvalidArgument, err)
+		}
+	}
 	h := handlers{wake: wake, deferred: deferred, activated: activated, lost: lost}
-	backoff := n.s.first
+	backoff, deaf := n.s.first, false
 	for {
 		lasted, err := n.session(ctx, h)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		h.lose(fmt.Errorf("taskpg: listen: %w", err))
+		wasDeaf := deaf
+		deaf = errors.Is(err, ErrNotListening)
+		if !deaf || !wasDeaf { // a deaf connection is told once, until it hears again
+			h.lose(fmt.Errorf("taskpg: listen: %w", err))
+		}
 		if lasted >= n.s.most { // it was a connection that worked: start over
 			backoff = n.s.first
 		}
-		if !sleep(ctx, backoff/2+rand.N(backoff/2+1)) {
+		wait := backoff/2 + rand.N(backoff/2+1)
+		if deaf {
+			wait = deafRetry
+		}
+		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
 		backoff = min(2*backoff, n.s.most)
@@ -125,7 +169,8 @@ func (n *Notifier) Listen(ctx context.Context, wake, deferred, activated func(to
 // session connects, listens and hands notifications over until an error
 // or the end of ctx. It returns how long it listened.
 func (n *Notifier) session(ctx context.Context, h handlers) (time.Duration, error) {
-	conn, err := n.connect(ctx)
+	probe := probeChannel()
+	conn, err := n.connect(ctx, probe)
 	if err != nil {
 		return 0, err
 	}
@@ -136,15 +181,22 @@ func (n *Notifier) session(ctx context.Context, h handlers) (time.Duration, erro
 	}()
 	start := time.Now()
 	h.everything()
-	err = n.receive(ctx, conn, h)
+	err = n.receive(ctx, conn, h, probe)
 	return time.Since(start), err
 }
 
-// connect opens the Notifier's connection and listens on its channels.
-func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
+// connect opens the Notifier's connection and listens on its channels and
+// on probe.
+func (n *Notifier) connect(ctx context.Context, probe string) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cfg := n.pool.Config().ConnConfig // a copy
+	if n.s.listenURL != "" {
+		var err error
+		if cfg, err = pgx.ParseConfig(n.s.listenURL); err != nil {
+			return nil, fmt.Errorf("the listen URL: %w", err)
+		}
+	}
 	cfg.RuntimeParams["application_name"] = NotifierApplicationName
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -152,7 +204,8 @@ func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
 	}
 	listen := "LISTEN " + pgx.Identifier{TasksChannel(n.s.schema)}.Sanitize() +
 		"; LISTEN " + pgx.Identifier{DueChannel(n.s.schema)}.Sanitize() +
-		"; LISTEN " + pgx.Identifier{activationChannel(n.s.schema)}.Sanitize()
+		"; LISTEN " + pgx.Identifier{activationChannel(n.s.schema)}.Sanitize() +
+		"; LISTEN " + pgx.Identifier{probe}.Sanitize()
 	if _, err := conn.PgConn().Exec(ctx, listen).ReadAll(); err != nil {
 		_ = conn.Close(ctx)
 		return nil, fmt.Errorf("listen: %w", err)
@@ -160,11 +213,16 @@ func (n *Notifier) connect(ctx context.Context) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// receive waits for notifications and hands them over, and pings the
-// server whenever the connection stays silent for the ping interval, until
-// an error or the end of ctx.
-func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers) error {
+// receive waits for notifications and hands them over until an error or
+// the end of ctx, and pings the server whenever the connection stays
+// silent for the ping interval. At first it sends a probe, a notification
+// on the channel probe, through the pool: a probe that has not come back
+// when the connection first falls silent ends the session with
+// ErrNotListening. Once per session is enough: a pooler comes between
+// only with a new connection, and costs an idle process no statement.
+func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers, probe string) error {
 	c := channels{tasks: TasksChannel(n.s.schema), due: DueChannel(n.s.schema), activation: activationChannel(n.s.schema)}
+	awaiting := n.sendProbe(ctx, probe)
 	for {
 		wait, cancel := context.WithTimeout(ctx, n.s.ping)
 		note, err := conn.WaitForNotification(wait)
@@ -175,6 +233,7 @@ func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers) erro
 			return ctx.Err()
 		case err == nil:
 			notes, err := drain(conn, note)
+			awaiting = awaiting && !heard(notes, probe)
 			h.hand(notes, c)
 			if err != nil {
 				return err
@@ -183,10 +242,37 @@ func (n *Notifier) receive(ctx context.Context, conn *pgx.Conn, h handlers) erro
 			if err := n.ping(ctx, conn); err != nil {
 				return err
 			}
+			if awaiting {
+				return ErrNotListening
+			}
 		default:
 			return err
 		}
 	}
+}
+
+// probeChannel returns the name of a session's probe channel, its own.
+func probeChannel() string {
+	return "taskrepo_probe_" + strings.ToLower(cryptorand.Text())
+}
+
+// sendProbe notifies probe through the pool, and reports whether it did:
+// a pool that fails proves nothing about the Notifier's connection.
+func (n *Notifier) sendProbe(ctx context.Context, probe string) bool {
+	ctx, cancel := context.WithTimeout(ctx, n.s.ping)
+	defer cancel()
+	_, err := n.pool.Exec(ctx, "SELECT pg_notify($1, '')", probe)
+	return err == nil
+}
+
+// heard reports whether notes hold one on channel.
+func heard(notes []*pgconn.Notification, channel string) bool {
+	for _, note := range notes {
+		if note.Channel == channel {
+			return true
+		}
+	}
+	return false
 }
 
 // ping makes sure that the server still answers within the ping interval.
