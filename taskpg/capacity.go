@@ -163,7 +163,9 @@ func (r *Repository) admitByCount(ctx context.Context, db DB, sql *pushStatement
 
 // ticketless reports whether an admitted push could not draw tickets: its
 // role has no rights on the topic's sequences (given to the roles that may
-// insert tasks when the capacity was set), or they were being dropped.
+// insert tasks when the capacity was set), or the topic has none (unknown,
+// destroyed, or never capped), which the single push on a pool finds out
+// by drawing (admittedOneAlone).
 func ticketless(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "42501" || pgErr.Code == "42P01")
