@@ -69,22 +69,6 @@ func openPostgres(t *testing.T) *sql.DB {
 	return db
 }
 
-func TestTaskansiSQLiteConformance(t *testing.T) {
-	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
-	b := ansiBackend(taskansi.SQLite, func(t *testing.T) *sql.DB { return testdb.SQLite(t) })
-	b.SingleWriter = true
-	b.Block = sqliteBlock.ansi
-	conformance.Run(t, b)
-}
-
-func TestTaskansiMySQLConformance(t *testing.T) {
-	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
-	b := ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB { return testdb.MySQL(t) })
-	b.Block = mysqlBlock.ansi
-	b.Kill, b.Unreachable = transactServers["MySQL"].ansiKill, ansiUnreachable("mysql", unreachableMySQL)
-	conformance.Run(t, b)
-}
-
 // The tests below prove, per dialect, what the conformance suite cannot:
 // that taskpg and taskansi share one PostgreSQL database, that separate
 // handles on one SQLite file (separate processes) never share a task, and

@@ -3,11 +3,26 @@
 package taskproc_test
 
 import (
+	"database/sql"
 	"testing"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
+	"github.com/taskrepo/taskrepo/taskansi"
 	"github.com/taskrepo/taskrepo/taskpg"
 )
+
+// TestTaskansiSQLite runs the suite on taskansi with SQLite: a heavy test
+// (CI's step heavy, without -race), as SQLite's driver is Go and the race
+// detector would instrument its engine (184 s of the test command on a
+// busy machine). The detector watches taskansi's code under the suite on
+// MySQL.
+func TestTaskansiSQLite(t *testing.T) {
+	suite(t, ansiBackend(taskansi.SQLite, nil, func(t testing.TB) *sql.DB {
+		db := testdb.SQLite(t)
+		db.SetMaxOpenConns(1) // README, "SQLite": writers queue in the pool, in turn
+		return db
+	}))
+}
 
 // TestTaskpgThroughPgBouncer runs the suite on taskpg through a PgBouncer
 // in transaction pooling mode, pgx in its exec mode (issue 26): a heavy

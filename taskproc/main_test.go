@@ -91,16 +91,9 @@ func ansiBackend(dialect taskansi.Dialect, opts *sql.TxOptions, open func(t test
 	}
 }
 
-// The suite runs on taskpg and on taskansi with SQLite and MySQL.
+// The suite runs on taskpg and on taskansi with MySQL here, with SQLite
+// in heavy_suites_test.go.
 func TestTaskpg(t *testing.T) { suite(t, pgBackend) }
-
-func TestTaskansiSQLite(t *testing.T) {
-	suite(t, ansiBackend(taskansi.SQLite, nil, func(t testing.TB) *sql.DB {
-		db := testdb.SQLite(t)
-		db.SetMaxOpenConns(1) // README, "SQLite": writers queue in the pool, in turn
-		return db
-	}))
-}
 
 func TestTaskansiMySQL(t *testing.T) {
 	readCommitted := &sql.TxOptions{Isolation: sql.LevelReadCommitted}

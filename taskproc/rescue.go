@@ -47,6 +47,12 @@ func (m *Manager[Tx]) rescue(ctx context.Context, repo Repository[Tx]) error {
 			again = append(again, info.Task)
 		}
 	}
+	// The write is let finish past the keeper's round: cut at that
+	// deadline while its COMMIT is on the wire, it may land unknown to the
+	// keeper, which would then neither count nor tell the rescue (seen on
+	// a busy machine with a heartbeat of 100 ms).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cleanupTime())
+	defer cancel()
 	for len(again)+len(poison) > 0 {
 		err = m.transact(ctx, func(tx Tx) error {
 			if len(again) > 0 {
