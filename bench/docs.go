@@ -22,7 +22,7 @@ func docBlocks(r *Report) map[string]string {
 	var table bytes.Buffer
 	writeTable(&table, r)
 	blocks := statementBlocks(r)
-	blocks["table"], blocks["machine"] = table.String(), machineText(r)
+	blocks["table"], blocks["machine"], blocks["failover"] = table.String(), machineText(r), failoverText(r)
 	return blocks
 }
 

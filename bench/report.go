@@ -31,6 +31,8 @@ type Report struct {
 	// Statements are the statements of a task's life in the paced runs,
 	// for taskproc and tuned River (statements.go).
 	Statements []StatementRun `json:"statements,omitempty"`
+	// Failover is what the fault test of failovers measured (failover.go).
+	Failover *Failover `json:"failover,omitempty"`
 }
 
 // Machine describes where the run took place.

@@ -34,3 +34,10 @@ func TestTaskpgThroughPgBouncer(t *testing.T) {
 	}
 	suite(t, b)
 }
+
+// TestSettlementSurvivesACutAtEveryStatementOnTaskansiPostgres cuts
+// settlement on taskansi's PostgreSQL dialect: a heavy test, the same Go
+// code as on MySQL with other statements.
+func TestSettlementSurvivesACutAtEveryStatementOnTaskansiPostgres(t *testing.T) {
+	cutPaths(t, ansiPostgresCutRig(t))
+}

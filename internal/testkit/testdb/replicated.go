@@ -109,6 +109,31 @@ func (r *Replicated) URL() string {
 // which answers reads and refuses writes.
 func (r *Replicated) StandbyURL() string { return r.Standby().url }
 
+// HoldStandby cuts the standby off its primary, as a slow or broken
+// network would, until Failover: its WAL receiver ends and is not started
+// again (primary_conninfo cleared). With asynchronous replication, the
+// primary confirms the commits of that time, which the standby lacks. It
+// returns once the primary streams to no standby.
+func (r *Replicated) HoldStandby(ctx context.Context) error {
+	for _, statement := range []string{"ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()"} {
+		if err := adminExec(ctx, r.Standby().AdminURL(), statement); err != nil {
+			return fmt.Errorf("hold the standby at %s: %w", r.Standby().Addr(), err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, replicaPatience)
+	defer cancel()
+	for {
+		state, err := replicationState(ctx, r.Primary().AdminURL())
+		if err == nil && state == "" {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("the standby of %s still streams after %v (%v)", r.Primary().Addr(), replicaPatience, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
 // Failover ends the primary as a crash of its machine would (SIGKILL to
 // every process of the server at once) and promotes the standby, which
 // then takes writes without a synchronous standby of its own until Rejoin.
