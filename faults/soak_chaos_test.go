@@ -38,6 +38,8 @@ var soakFaults = []soakFault{
 	{"purge", 1, (*soak).purge},
 	{"defer", 2, (*soak).deferSome},
 	{"restart", 1, (*soak).restart},
+	{"failover", 1, (*soak).failover},
+	{"pgbouncer restart", 1, (*soak).restartBouncer},
 }
 
 // inject injects one fault chosen at random and counts it. A fault the
@@ -111,6 +113,9 @@ func ownedBy(owner, process string) bool {
 // number of bytes, for up to half a second: shorter than the expiry, so
 // the consumers' tasks survive it.
 func (s *soak) cut() error {
+	if s.proxy == nil {
+		return errNotNow
+	}
 	if rand.IntN(2) == 0 {
 		s.proxy.Cut()
 	} else {
@@ -204,10 +209,46 @@ var errNotNow = errors.New("not now")
 // restart restarts the database, fast or immediately (a crash), at most
 // once every restartGap.
 func (s *soak) restart() error {
-	if time.Since(s.restarted) < restartGap {
+	if s.cluster == nil || time.Since(s.restarted) < restartGap {
 		return errNotNow
 	}
 	s.restarted = time.Now()
 	mode := []testdb.StopMode{testdb.StopFast, testdb.StopImmediate}[rand.IntN(2)]
 	return s.cluster.Restart(mode)
+}
+
+// failoverGap is the least time between two failovers (topology failover):
+// each rebuilds the dead node as the new standby, a few seconds.
+const failoverGap = 10 * time.Second
+
+// failover kills the primary and promotes the standby (topology
+// failover), then rebuilds the dead node as the new standby.
+func (s *soak) failover() error {
+	if s.pair == nil || time.Since(s.restarted) < failoverGap {
+		return errNotNow
+	}
+	s.restarted = time.Now()
+	ctx := context.Background()
+	if err := s.pair.Failover(ctx); err != nil {
+		s.t.Fatalf("failover: %v", err) // the harness's, not the library's: the soak cannot go on
+	}
+	if err := s.pair.Rejoin(ctx); err != nil {
+		s.t.Fatalf("rejoin: %v", err)
+	}
+	return nil
+}
+
+// bouncerGap is the least time between two restarts of PgBouncer.
+const bouncerGap = 8 * time.Second
+
+// restartBouncer restarts PgBouncer (topology pgbouncer), waiting for the
+// transactions under way (smart: its SIGINT) or closing every connection
+// at once (fast), or crashes it (immediate).
+func (s *soak) restartBouncer() error {
+	if s.bouncer == nil || time.Since(s.bouncerRestarted) < bouncerGap {
+		return errNotNow
+	}
+	s.bouncerRestarted = time.Now()
+	mode := []testdb.StopMode{testdb.StopSmart, testdb.StopFast, testdb.StopImmediate}[rand.IntN(3)]
+	return s.bouncer.Restart(mode)
 }

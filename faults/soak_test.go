@@ -27,6 +27,9 @@ var (
 	soakProducers = flag.Int("soak.producers", 3, "producers, each pushing orders in transactions of its own")
 	soakConsumers = flag.Int("soak.consumers", 3, "consumer processes")
 	soakEvery     = flag.Duration("soak.check", 3*time.Second, "how often the invariants are checked")
+	soakTopology  = flag.String("soak.topology", "direct", "how producers and consumers reach PostgreSQL: "+
+		"direct (through a proxy that cuts), pgbouncer (through that proxy and a PgBouncer in transaction mode, restarted among the faults) "+
+		"or failover (a primary and its synchronous standby by a multi-host URL, failed over among the faults)")
 )
 
 const (
@@ -39,13 +42,18 @@ const (
 // through a proxy by producers and consumers, and what it has seen.
 type soak struct {
 	t         *testing.T
-	cluster   *testdb.Cluster
+	cluster   *testdb.Cluster    // the database, but in the topology failover
+	bouncer   *testdb.Cluster    // the PgBouncer of the topology pgbouncer
+	pair      *testdb.Replicated // the primary and standby of the topology failover
+	listen    string             // the consumers' Notifiers' own URL (pgbouncer)
 	direct    *pgxpool.Pool
 	repo      *taskpg.Repository
-	proxy     *netproxy.Proxy
+	proxy     *netproxy.Proxy // nil in the topology failover, which cuts no connection
 	proxied   string
 	producers *producers
-	restarted time.Time // the last restart, by the goroutine that injects faults
+	restarted time.Time // the last restart or failover, by the goroutine that injects faults
+	// bouncerRestarted is the last restart of PgBouncer, by that goroutine.
+	bouncerRestarted time.Time
 
 	mu       sync.Mutex
 	workers  map[string]*worker
@@ -76,7 +84,9 @@ func TestSoak(t *testing.T) {
 		time.Sleep(time.Duration(300+rand.IntN(600)) * time.Millisecond)
 		s.inject()
 	}
-	s.proxy.Restore()
+	if s.proxy != nil {
+		s.proxy.Restore()
+	}
 	s.producers.halt()
 	s.drain()
 	stopWatch()
@@ -90,20 +100,42 @@ func TestSoak(t *testing.T) {
 // consumers.
 func startSoak(t *testing.T) *soak {
 	s := &soak{t: t, workers: map[string]*worker{}, faults: map[string]int{}, wrong: map[string]int{}, waiting: map[*kill][]int64{}}
-	s.cluster = testdb.OwnPostgres(t)
-	s.direct, s.repo = openFaultDB(t, s.cluster.URL(), soakTopic)
-	proxy, proxied, err := netproxy.ForURL(s.cluster.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	s.proxy, s.proxied = proxy, proxied
+	s.proxied = s.startDatabase()
 	for range *soakConsumers {
 		s.startWorker()
 	}
 	s.producers = &producers{committed: map[string]bool{}, stop: make(chan struct{}), orders: soakOrders, pace: 10 * time.Millisecond}
-	s.producers.start(pool(t, proxied), s.repo, soakTopic, *soakProducers)
+	s.producers.start(pool(t, s.proxied), s.repo, soakTopic, *soakProducers)
 	return s
+}
+
+// startDatabase starts the database of the soak's topology, opens the
+// test's own pool on it, and returns the URL of producers and consumers.
+func (s *soak) startDatabase() string {
+	var direct, target string
+	switch *soakTopology {
+	case "direct":
+		s.cluster = testdb.OwnPostgres(s.t)
+		direct, target = s.cluster.URL(), s.cluster.URL()
+	case "pgbouncer":
+		s.cluster = testdb.OwnPostgres(s.t)
+		s.bouncer = testdb.OwnPgBouncer(s.t, s.cluster)
+		direct, target, s.listen = s.cluster.URL(), s.bouncer.URL(), s.cluster.URL()
+	case "failover":
+		s.pair = testdb.OwnReplicated(s.t, true)
+		s.direct, s.repo = openFaultDB(s.t, s.pair.URL(), soakTopic)
+		return s.pair.URL()
+	default:
+		s.t.Fatalf("-soak.topology %q: want direct, pgbouncer or failover", *soakTopology)
+	}
+	s.direct, s.repo = openFaultDB(s.t, direct, soakTopic)
+	proxy, proxied, err := netproxy.ForURL(target)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { proxy.Close() })
+	s.proxy = proxy
+	return proxied
 }
 
 // soakFates are the inputs of the soak's tasks, each asking its consumer
@@ -135,7 +167,7 @@ func (s *soak) startWorker() {
 	owner := fmt.Sprintf("soak-worker-%d", s.next)
 	s.next++
 	s.mu.Unlock()
-	w := startWorker(s.t, s.proxied, soakTopic, owner, "-mix", "soak", "-expiry", soakExpiry.String(), "-work", soakWork.String())
+	w := startWorker(s.t, s.proxied, soakTopic, owner, "-mix", "soak", "-expiry", soakExpiry.String(), "-work", soakWork.String(), "-listen", s.listen)
 	s.mu.Lock()
 	s.workers[owner] = w
 	s.mu.Unlock()

@@ -17,9 +17,9 @@ import (
 // the test command took longer than its ten minutes on a busy machine
 // (21 minutes with the suites on SQLite and MySQL, whose cases wait on
 // row locks and, on SQLite, run its engine under the detector). The race
-// detector watches taskansi's Go code under taskproc's suite on MySQL and
-// under the taskansi tests of this package; each suite here is a variant
-// of statements or of connections over that code.
+// detector watches taskansi's Go code under its own tests, taskproc's cuts
+// of settlement on MySQL and the taskansi tests of this package; each
+// suite here is a variant of statements or of connections over that code.
 
 // TestTaskansiSQLiteConformance runs the suite on taskansi's SQLite
 // dialect, a single writer.

@@ -91,11 +91,6 @@ func ansiBackend(dialect taskansi.Dialect, opts *sql.TxOptions, open func(t test
 	}
 }
 
-// The suite runs on taskpg and on taskansi with MySQL here, with SQLite
-// in heavy_suites_test.go.
+// The suite runs on taskpg here, under the race detector, and on taskansi
+// with SQLite and MySQL in heavy_suites_test.go.
 func TestTaskpg(t *testing.T) { suite(t, pgBackend) }
-
-func TestTaskansiMySQL(t *testing.T) {
-	readCommitted := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	suite(t, ansiBackend(taskansi.MySQL, readCommitted, func(t testing.TB) *sql.DB { return testdb.MySQL(t) }))
-}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/demo"
+	"github.com/taskrepo/taskrepo/migrations"
 )
 
 // demoCommand is 'taskctl demo' (package demo runs it).
@@ -29,6 +31,9 @@ func (a *app) demoCommand() *cobra.Command {
 			if a.database != "" {
 				cfg.Named = "--database or $" + databaseEnv
 			}
+			if err := checkListenURL(a.database, cfg.ListenURL); err != nil {
+				return err
+			}
 			s, _, _, err := a.openMigrated(cmd.Context())
 			if err != nil {
 				return err
@@ -41,6 +46,7 @@ func (a *app) demoCommand() *cobra.Command {
 	flags.IntVarP(&cfg.Consumers, "consumers", "c", 3, "how many consumers (taskproc Clients, an owner each) to run")
 	flags.DurationVar(&cfg.Spread, "duration", 5*time.Second, "how long the producers push")
 	flags.DurationVar(&cfg.Timeout, "timeout", time.Minute, "how long after --duration the tasks may take to settle before the demo gives up")
+	flags.StringVar(&cfg.ListenURL, "listen-url", "", "PostgreSQL: where the consumers LISTEN, straight to the server or through a pooler in session mode, when --database goes through PgBouncer in transaction mode")
 	return c
 }
 
@@ -52,4 +58,19 @@ func (b *backend[Tx]) Demo(ctx context.Context, cfg demo.Config) error {
 		Dialect: b.conn.dialect, Pool: b.conn.pool, SQL: b.conn.db,
 	}
 	return demo.Run(ctx, db, cfg)
+}
+
+// checkListenURL refuses a --listen-url that is not a PostgreSQL URL, or
+// that comes with a database other than PostgreSQL.
+func checkListenURL(database, listen string) error {
+	if listen == "" {
+		return nil
+	}
+	if t, err := parseTarget(database); err == nil && t.dialect != migrations.Postgres {
+		return usagef("--listen-url is for PostgreSQL: %s has no LISTEN", t.shown)
+	}
+	if _, err := pgxpool.ParseConfig(listen); err != nil {
+		return usagef("bad --listen-url: %v", redactErr(err, listen))
+	}
+	return nil
 }

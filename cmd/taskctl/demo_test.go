@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 )
 
 // demoTestTasks is the size of the demo runs of the tests: small enough to
@@ -71,6 +73,7 @@ type demoReport struct {
 		Ran       int `json:"ran"`
 		RanPaused int `json:"ran_while_paused"`
 	} `json:"paused"`
+	Recovered map[string]int64 `json:"recovered_failures"`
 }
 
 func TestDemoCreatesTheSQLiteFileAndSumsUp(t *testing.T) {
@@ -135,6 +138,21 @@ func TestDemoRunsOnPostgreSQL(t *testing.T) {
 	checkDemoReport(t, r)
 }
 
+// TestDemoThroughPgBouncer runs the demo through a PgBouncer in
+// transaction mode (issue 26) with --listen-url straight to the server:
+// every task settles and no consumer's Notifier is lost. (Without a listen
+// URL, a Notifier says it hears nothing after its first silent ping
+// interval, five seconds, longer than this run: taskpg's and
+// integration_test's PgBouncer tests prove that.)
+func TestDemoThroughPgBouncer(t *testing.T) {
+	direct := postgresURL(t)
+	r := demoJSON(t, t.TempDir(), testdb.PgBouncerURL(t, direct), "--listen-url", direct)
+	checkDemoReport(t, r)
+	if n := r.Recovered["notifier lost"]; n != 0 {
+		t.Errorf("with --listen-url, %d Notifiers were lost: %v", n, r.Recovered)
+	}
+}
+
 func TestDemoRunsOnMySQL(t *testing.T) {
 	r := demoJSON(t, t.TempDir(), mysqlURL(t))
 	if !strings.HasPrefix(r.Database, "mysql://") {
@@ -148,6 +166,8 @@ func TestDemoRefusesBadFlags(t *testing.T) {
 	wantExit(t, "", exitUsage, "--consumers", "demo", "--consumers", "0")
 	wantExit(t, "", exitUsage, "--timeout", "demo", "--timeout", "0s")
 	wantExit(t, "", exitUsage, "unknown flag", "demo", "--no-such-flag")
+	wantExit(t, "", exitUsage, "--listen-url is for PostgreSQL", "demo", "--listen-url", "postgres://localhost/x")
+	wantExit(t, postgresURL(t), exitUsage, "bad --listen-url", "demo", "--listen-url", "postgres://%zz")
 }
 
 func TestDemoDrawsABarOnATerminal(t *testing.T) {
@@ -175,9 +195,9 @@ func TestDemoDrawsABarOnATerminal(t *testing.T) {
 
 // demoJSON runs the demo with --json in dir on database (empty: the
 // SQLite file of dir) and decodes what it prints.
-func demoJSON(t *testing.T, dir, database string) demoReport {
+func demoJSON(t *testing.T, dir, database string, args ...string) demoReport {
 	t.Helper()
-	out := taskctlIn(t, dir, database, "", append(demoTestArgs, "--json")...)
+	out := taskctlIn(t, dir, database, "", append(append(demoTestArgs, "--json"), args...)...)
 	if out.code != 0 {
 		t.Fatalf("taskctl demo --json: exit %d\nstdout: %s\nstderr: %s", out.code, out.stdout, out.stderr)
 	}

@@ -16,7 +16,8 @@
 // handler that crashes its process does. -size, -inflight, -pollers and
 // -revive set the poll's size, the batches in flight at most (0: no
 // limit), the topic's poll loops and whether the keeper rescues expired
-// tasks (WithRevival).
+// tasks (WithRevival); -listen gives its Notifier a URL of its own, past a
+// pooler in transaction mode.
 package main
 
 import (
@@ -38,6 +39,7 @@ import (
 // config is the worker's command line.
 type config struct {
 	database, topic, owner string
+	listen                 string
 	expiry, work           time.Duration
 	mix                    string
 	report, stubborn       bool
@@ -50,6 +52,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.database, "database", "", "PostgreSQL URL")
+	flag.StringVar(&c.listen, "listen", "", "the Notifier's own URL (taskpg.WithListenURL), past a pooler in transaction mode")
 	flag.StringVar(&c.topic, "topic", "", "the topic to process")
 	flag.StringVar(&c.owner, "owner", "", "the owner's name")
 	flag.DurationVar(&c.expiry, "expiry", 2*time.Second, "taskproc.WithExpiry")
@@ -90,7 +93,7 @@ func run(c config) error {
 	}
 	opts = append(opts, taskproc.WithExpiry(c.expiry), taskproc.WithHeartbeat(c.expiry/8),
 		taskproc.WithPause(20*time.Millisecond), taskproc.WithSize(c.size), taskproc.WithPollers(c.pollers),
-		taskproc.WithNotifier(taskpg.NewNotifier(pool)))
+		taskproc.WithNotifier(notifier(pool, c.listen)))
 	if c.revive {
 		opts = append(opts, taskproc.WithRevival())
 	}
@@ -116,6 +119,15 @@ func run(c config) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return client.Stop(stopCtx)
+}
+
+// notifier is the worker's source of wake-ups: LISTEN on listen, or on the
+// pool when it is empty.
+func notifier(pool *pgxpool.Pool, listen string) *taskpg.Notifier {
+	if listen == "" {
+		return taskpg.NewNotifier(pool)
+	}
+	return taskpg.NewNotifier(pool, taskpg.WithListenURL(listen))
 }
 
 // effects works for a while, then records one effect row per task in the

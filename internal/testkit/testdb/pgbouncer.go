@@ -38,7 +38,7 @@ func PgBouncerURL(t testing.TB, dbURL string) string {
 	bouncer.once.Do(func() {
 		program := findProgram("pgbouncer")
 		if program == "" {
-			bouncer.err = fmt.Errorf("%w: pgbouncer is not installed (Debian: apt-get install pgbouncer)", errNoOwnServer)
+			bouncer.err = errNoPgBouncer
 			return
 		}
 		target, err := url.Parse(server.url)
@@ -51,15 +51,49 @@ func PgBouncerURL(t testing.TB, dbURL string) string {
 	if bouncer.err != nil {
 		unavailable(t, RequirePgBouncerEnv, bouncer.err.Error())
 	}
+	through, err := throughBouncer(dbURL, bouncer.c)
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return through
+}
+
+// OwnPgBouncer starts a PgBouncer in transaction pooling mode for t alone
+// in front of c, a PostgreSQL of t's own (OwnPostgres), for tests that
+// restart it (Cluster.Stop, Start, Restart), and removes it when t ends.
+// Its URL is c's database "tasks" through it, in pgx's exec mode, as
+// PgBouncerURL gives. It skips t without PgBouncer, or fails it under
+// TASK_TEST_REQUIRE_PGBOUNCER=1.
+func OwnPgBouncer(t testing.TB, c *Cluster) *Cluster {
+	t.Helper()
+	start := func() (*Cluster, error) {
+		program := findProgram("pgbouncer")
+		if program == "" {
+			return nil, errNoPgBouncer
+		}
+		return startCluster(pgbouncerKind(program, c.Addr()))
+	}
+	return ownCluster(t, start, RequirePgBouncerEnv, func(_ context.Context, b *Cluster) (err error) {
+		b.url, err = throughBouncer(c.URL(), b)
+		return err
+	})
+}
+
+// errNoPgBouncer says that PgBouncer's binary is missing.
+var errNoPgBouncer = fmt.Errorf("%w: pgbouncer is not installed (Debian: apt-get install pgbouncer)", errNoOwnServer)
+
+// throughBouncer returns dbURL with its host replaced by the PgBouncer b's,
+// and pgx's exec mode.
+func throughBouncer(dbURL string, b *Cluster) (string, error) {
 	u, err := url.Parse(dbURL)
 	if err != nil {
-		t.Fatalf("testdb: parse URL: %v", err)
+		return "", fmt.Errorf("parse URL: %w", err)
 	}
-	u.Host = bouncer.c.Addr()
+	u.Host = b.Addr()
 	q := u.Query()
 	q.Set("default_query_exec_mode", "exec")
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), nil
 }
 
 // pgbouncerKind is PgBouncer run from program in front of the PostgreSQL

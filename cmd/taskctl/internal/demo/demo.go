@@ -26,6 +26,10 @@ type Config struct {
 	Consumers int           // taskproc Clients, an owner each
 	Spread    time.Duration // how long the producers push
 	Timeout   time.Duration // how long the tasks may take to settle after Spread
+	// ListenURL is where the consumers' Notifiers LISTEN on PostgreSQL
+	// (taskpg.WithListenURL): past a pooler in transaction mode. Empty:
+	// on the database's own pool.
+	ListenURL string
 
 	Stdout, Stderr io.Writer // the summary; the progress
 	JSON           bool      // the summary as JSON

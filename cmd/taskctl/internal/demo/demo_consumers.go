@@ -75,6 +75,9 @@ func (r *demoRun[Tx]) newConsumer(owner string) (*taskproc.Client[Tx], error) {
 // notifications, each consumer on a connection of its own; elsewhere a
 // timer that wakes the loops and reads the activations.
 func (r *demoRun[Tx]) notifier() taskproc.Notifier {
+	if r.db.Pool != nil && r.d.ListenURL != "" {
+		return taskpg.NewNotifier(r.db.Pool, taskpg.WithListenURL(r.d.ListenURL))
+	}
 	if r.db.Pool != nil {
 		return taskpg.NewNotifier(r.db.Pool)
 	}
