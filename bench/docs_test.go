@@ -65,6 +65,8 @@ func TestTheDocsHoldTheRecordedFigures(t *testing.T) {
 	for results, doc := range map[string]string{
 		"results/baseline.json": "../docs/performance.md",
 		"results/capacity.json": "../docs/tenants.md", // go run . --only capacity --json results/capacity.json
+		// TASK_TEST_FAILOVERS=100 TASK_TEST_FAILOVER_RESULTS=$PWD/bench/results/failover.json go test -run '^TestFailoverLosesNothingCommitted$' ./faults
+		"results/failover.json": "../README.md",
 	} {
 		data, err := os.ReadFile(results)
 		if err != nil {

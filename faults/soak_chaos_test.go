@@ -38,8 +38,9 @@ var soakFaults = []soakFault{
 	{"purge", 1, (*soak).purge},
 	{"defer", 2, (*soak).deferSome},
 	{"restart", 1, (*soak).restart},
-	{"failover", 1, (*soak).failover},
-	{"pgbouncer restart", 1, (*soak).restartBouncer},
+	// As often as their gaps let them, in the topologies that have them.
+	{"failover", 4, (*soak).failover},
+	{"pgbouncer restart", 4, (*soak).restartBouncer},
 }
 
 // inject injects one fault chosen at random and counts it. A fault the
@@ -250,5 +251,8 @@ func (s *soak) restartBouncer() error {
 	}
 	s.bouncerRestarted = time.Now()
 	mode := []testdb.StopMode{testdb.StopSmart, testdb.StopFast, testdb.StopImmediate}[rand.IntN(3)]
-	return s.bouncer.Restart(mode)
+	start := time.Now()
+	err := s.bouncer.Restart(mode)
+	s.t.Logf("PgBouncer restarted (%s) in %v: %v", mode, time.Since(start).Round(time.Millisecond), err)
+	return err
 }

@@ -70,7 +70,8 @@ type soak struct {
 // -soak.duration while faults of every kind are injected at random:
 // consumers killed with SIGKILL, connections cut, the topic paused and
 // drained, failed and suspended tasks revived, finished tasks purged,
-// ready tasks deferred, the database restarted; and the consumers
+// ready tasks deferred, the database restarted, and, as -soak.topology
+// has them, PgBouncer restarted or the primary failed over; and the consumers
 // themselves retry, snooze, fail and suspend tasks. Every -soak.check the
 // invariants are checked (soak_check_test.go); at the end, once the faults
 // stop and the queue drains, every committed task has its one final
@@ -94,6 +95,9 @@ func TestSoak(t *testing.T) {
 	s.check(true)
 	s.stopWorkers()
 	s.report()
+	if kind := map[string]string{"pgbouncer": "pgbouncer restart", "failover": "failover"}[*soakTopology]; kind != "" && s.faults[kind] == 0 {
+		t.Errorf("the soak of the topology %s injected no %s: it proved nothing of it", *soakTopology, kind)
+	}
 }
 
 // startSoak starts the database of the soak, its proxy, producers and
@@ -238,8 +242,8 @@ func (s *soak) report() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.t.Logf("soak of %v: %d tasks pushed in committed transactions (%d pushes failed), %d runs recorded, %d tasks purged; left: %v",
-		*soakDuration, orders, s.producers.failed, runs, purged, counts[soakTopic])
+	s.t.Logf("soak of %v (topology %s): %d tasks pushed in committed transactions (%d pushes failed), %d runs recorded, %d tasks purged; left: %v",
+		*soakDuration, *soakTopology, orders, s.producers.failed, runs, purged, counts[soakTopic])
 	for _, kind := range slices.Sorted(maps.Keys(s.faults)) {
 		s.t.Logf("  fault %-16s %5d", kind, s.faults[kind])
 	}

@@ -135,8 +135,11 @@ func pgbouncerKind(program, target string) *serverKind {
 }
 
 // pgbouncerSettings are the settings of c's PgBouncer in front of target:
-// room for the many pools of parallel tests, and the startup parameters
-// that pgx and the tests send and PgBouncer 1.18 does not know ignored.
+// room for the many pools of parallel tests, the startup parameters that
+// pgx and the tests send and PgBouncer 1.18 does not know ignored, and a
+// server login tried again after a second, not the default 15 s: a soak
+// that restarted PostgreSQL behind it saw every client wait that long, and
+// the whole fleet's heartbeats with them.
 func pgbouncerSettings(c *Cluster, target string) string {
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
@@ -158,6 +161,7 @@ default_pool_size = 40
 max_db_connections = 0
 ignore_startup_parameters = extra_float_digits,search_path
 server_reset_query =
+server_login_retry = 1
 admin_users = postgres
 `, host, port, c.port, c.dir, filepath.Join(c.dir, "pgbouncer.pid"), filepath.Join(c.dir, "users.txt"))
 }
