@@ -1,3 +1,5 @@
+//go:build heavy
+
 package testdb_test
 
 import (
@@ -9,7 +11,8 @@ import (
 // TestReplicatedKeepsEveryCommitAcrossFailovers commits rows through the
 // pair's multi-host URL, fails over, and finds every row on the new
 // primary; twice, so that the rejoined node is promoted in turn. The
-// standby answers reads and refuses writes.
+// standby answers reads and refuses writes. A heavy test (CI's step
+// heavy): faults' failover tests run the harness in the test command.
 func TestReplicatedKeepsEveryCommitAcrossFailovers(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
