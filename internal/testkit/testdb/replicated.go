@@ -24,9 +24,9 @@ const standbyName = "standby"
 const replicaPatience = 30 * time.Second
 
 // Replicated is a PostgreSQL primary and a hot standby of testdb's own that
-// streams its write-ahead log, for t alone: the primary's commits wait
-// until the standby has flushed them (synchronous replication), as a team
-// that must lose no commit at a failover runs them. Failover kills the
+// streams its write-ahead log, for t alone. With synchronous replication
+// the primary's commits wait until the standby has flushed them, as a
+// team that must lose no commit at a failover runs them. Failover kills the
 // primary with SIGKILL and promotes the standby; Rejoin makes the dead
 // node the new primary's standby again. Its methods are not safe for
 // concurrent use.
