@@ -274,7 +274,9 @@ func topicsAndOwners(t *testing.T, db string) {
 	if text := must(t, db, "topic", "list"); !strings.Contains(text, "orders  RUNNING") {
 		t.Fatalf("topic list after resume: %q", text)
 	}
-	owners := decode[[]ownerRow](t, must(t, db, "owners", "list", "--json"))
+	// --within 1h: the commands since settle's heartbeat may take longer
+	// than the default 30 s on a busy machine.
+	owners := decode[[]ownerRow](t, must(t, db, "owners", "list", "--json", "--within", "1h"))
 	if !slices.Equal(owners, []ownerRow{{Owner: "test-consumer", Alive: true}}) {
 		t.Fatalf("owners list: %+v", owners)
 	}
