@@ -24,8 +24,9 @@ const (
 	failoverTopic   = "failover"
 	failoverPushers = 4
 	failoverWorkers = 2
-	// failoverRounds is how many failovers the test command runs; CI's
-	// heavy step sets TASK_TEST_FAILOVERS for the figures in README.
+	// failoverRounds is how many failovers the test command runs;
+	// TASK_TEST_FAILOVERS sets more, as the run that recorded README's
+	// figures did (bench/results/failover.json).
 	failoverRounds = 2
 	// failoverFlow is how many tasks must succeed between two failovers.
 	failoverFlow = 40
