@@ -39,7 +39,7 @@ type change struct {
 }
 
 // unrecorded are the flags that are not the action's parameters.
-var unrecorded = map[string]bool{"yes": true, "database": true, "json": true, "help": true}
+var unrecorded = map[string]bool{"yes": true, "database": true, "read-database": true, "json": true, "help": true}
 
 // audited records c in the audit log as an action of the OS user, named
 // by its command ("topic pause", "purge"), with the flags given as its
@@ -145,7 +145,7 @@ number shown. Reads are not recorded.`,
 			if before < 0 {
 				return usagef("--before %d: give an entry's number", before)
 			}
-			s, err := a.open(cmd.Context())
+			s, err := a.openReads(cmd.Context())
 			if err != nil {
 				return err
 			}

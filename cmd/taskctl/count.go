@@ -66,7 +66,7 @@ func (a *app) count(cmd *cobra.Command, f countFlags) error {
 	if f.topic != "" {
 		topics = append(topics, f.topic)
 	}
-	s, err := a.openTopics(cmd.Context(), topics...)
+	s, err := a.openReadTopics(cmd.Context(), topics...)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ type resultRow struct {
 }
 
 func (a *app) results(cmd *cobra.Command, from, to time.Time) error {
-	s, err := a.open(cmd.Context())
+	s, err := a.openReads(cmd.Context())
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ long ago.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.open(cmd.Context())
+			s, err := a.openReads(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,10 @@ type target struct {
 type limits struct {
 	pool        int    // the most connections open at once
 	application string // PostgreSQL: the application_name, unless the URL names one
+	// readOnly makes every transaction of the connections read-only, on
+	// the server (--read-database): a read that tried to write would fail
+	// there rather than write.
+	readOnly bool
 }
 
 // parseTarget parses a database URL; an empty one names defaultFile.
@@ -150,11 +154,7 @@ func connect(ctx context.Context, t target, create bool) (*connection, error) {
 			c.db = stdlib.OpenDBFromPool(c.pool)
 		}
 	} else {
-		driver := "sqlite"
-		if t.dialect == migrations.MySQL {
-			driver = "mysql"
-		}
-		if c.db, err = sql.Open(driver, t.dsn); err == nil && t.pool > 0 {
+		if c.db, err = openDB(t); err == nil && t.pool > 0 {
 			c.db.SetMaxOpenConns(t.pool)
 			c.db.SetMaxIdleConns(t.pool)
 		}
@@ -185,6 +185,9 @@ func openPool(ctx context.Context, t target) (*pgxpool.Pool, error) {
 	}
 	if _, named := cfg.ConnConfig.RuntimeParams["application_name"]; !named && t.application != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = t.application
+	}
+	if t.readOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	return pgxpool.NewWithConfig(ctx, cfg)
 }

@@ -111,7 +111,7 @@ func (a *app) list(cmd *cobra.Command, f listFlags) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.openTopics(cmd.Context(), f.topic)
+	s, err := a.openReadTopics(cmd.Context(), f.topic)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func (a *app) ownersListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.open(cmd.Context())
+			s, err := a.openReads(cmd.Context())
 			if err != nil {
 				return err
 			}

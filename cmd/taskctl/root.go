@@ -12,19 +12,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// databaseEnv names the database when --database is not given.
-const databaseEnv = "TASKREPO_DATABASE_URL"
+// databaseEnv names the database when --database is not given, and
+// readDatabaseEnv the one for reads when --read-database is not.
+const (
+	databaseEnv     = "TASKREPO_DATABASE_URL"
+	readDatabaseEnv = "TASKREPO_READ_DATABASE_URL"
+)
 
 // app is one run of taskctl: its streams, its global flags and the store
 // it opened.
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	database       string // --database
-	json           bool   // --json
-	store          store  // opened by open, closed when the run ends
-	started        bool   // a command's own code ran: later errors are not usage errors
-	limits                // of the connections: serve bounds its pool (--pool)
+	database       string  // --database
+	readDatabase   string  // --read-database: where the commands that only read read
+	json           bool    // --json
+	stores         []store // opened by open and openReads, closed when the run ends
+	started        bool    // a command's own code ran: later errors are not usage errors
+	limits                 // of the connections: serve bounds its pool (--pool)
 }
 
 // run runs taskctl with args and returns its exit code. Errors are printed
@@ -48,8 +53,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if a.store != nil {
-		a.store.Close()
+	for _, s := range a.stores {
+		s.Close()
 	}
 	if err == nil {
 		return exitOK
@@ -77,6 +82,12 @@ The database is chosen by the scheme of --database or $` + databaseEnv + `:
   sqlite:path/to/file.db         an embedded SQLite file, through taskansi
 With neither, taskctl uses the SQLite file taskrepo.db in the current directory.
 
+The commands that only read (list, show, count, results, resolve, audit,
+owners list, topic list, topic capacity and topic limits without a change,
+top, and serve's pages) read from --read-database or
+$` + readDatabaseEnv + ` when it is given, a hot standby say, in read-only
+transactions; every other command, and serve's actions, use --database.
+
 Exit codes: 0 success, 1 the operation failed, 2 bad usage or input,
 3 the database cannot be reached or has no schema, 4 unknown topic or task,
 5 declined at a confirmation prompt, 130 interrupted.`,
@@ -88,6 +99,8 @@ Exit codes: 0 success, 1 the operation failed, 2 bad usage or input,
 	flags := root.PersistentFlags()
 	flags.StringVarP(&a.database, "database", "d", os.Getenv(databaseEnv),
 		"database URL (postgres://, mysql://, sqlite:FILE); default $"+databaseEnv+", else sqlite:"+defaultFile)
+	flags.StringVar(&a.readDatabase, "read-database", os.Getenv(readDatabaseEnv),
+		"database URL of the commands that only read, a hot standby say (see above); default $"+readDatabaseEnv)
 	flags.BoolVar(&a.json, "json", false, "print JSON for scripts instead of tables")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
 	root.AddGroup(

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -67,7 +68,10 @@ for on the loopback address too. Without a token it answers only to the
 host names localhost, 127.0.0.1 and [::1] and those given with --host,
 so that no page under another name that resolves to this machine reads
 or acts on it (DNS rebinding); with a token, only once --host is given.
---read-only serves the pages without any action. Every page's reading
+--read-only serves the pages without any action. With --read-database
+(a hot standby), the pages read there, and the actions, their
+confirmations included, still go to --database; with --read-only too,
+--database is not opened at all. Every page's reading
 of the database ends after --read-timeout (the server stops its
 statements too), and the dashboard opens at most --pool connections.
 Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
@@ -103,11 +107,10 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	}
 	a.limits = serveLimits(f.pool)
 	cfg.FilteredPages = max(f.pool/4, 1)
-	s, err := a.open(cmd.Context())
-	if err != nil {
+	if err := a.openDashboard(cmd.Context(), &cfg); err != nil {
 		return err
 	}
-	cfg.Store, cfg.Database, cfg.Log = s, s.Shown(), a.stderr
+	cfg.Log = a.stderr
 	srv, err := web.New(cfg)
 	if err != nil {
 		return err
@@ -122,8 +125,29 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 	} else {
 		shown += " (Ctrl-C stops)"
 	}
-	a.printf("serving %s at %s\n", s.Shown(), shown)
+	a.printf("serving %s at %s\n", cfg.Database, shown)
 	return srv.Serve(cmd.Context(), ln)
+}
+
+// openDashboard opens the stores of the dashboard into cfg: the pages read
+// from --read-database when it is given, and the actions go to --database,
+// which a dashboard without actions (--read-only) then does not open.
+func (a *app) openDashboard(ctx context.Context, cfg *web.Config) error {
+	reads, err := a.openReads(ctx)
+	if err != nil {
+		return err
+	}
+	cfg.Store, cfg.Database = reads, reads.Shown()
+	if a.readDatabase == "" || cfg.ReadOnly {
+		return nil
+	}
+	primary, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	cfg.Store, cfg.Reads = primary, reads
+	cfg.Database = fmt.Sprintf("%s (pages read from %s)", primary.Shown(), reads.Shown())
+	return nil
 }
 
 // serveLimits are the limits of the dashboard's connections: at most pool

@@ -35,18 +35,32 @@ func startDashboard(t testing.TB, database string, cfg web.Config) *dashboard {
 // 'taskctl serve --pool' opens them.
 func startDashboardPool(t testing.TB, database string, cfg web.Config, pool int) *dashboard {
 	t.Helper()
-	a := &app{database: database, stdout: io.Discard, stderr: io.Discard, limits: serveLimits(pool)}
-	s, err := a.open(t.Context())
-	if err != nil {
-		t.Fatalf("open %s: %v", database, err)
+	return serveApp(t, &app{database: database, stdout: io.Discard, stderr: io.Discard, limits: serveLimits(pool)}, cfg)
+}
+
+// serveApp serves the databases of a, as 'taskctl serve' opens them, with
+// cfg (its stores are filled in) until the test ends, and fails the test
+// if the server does not stop cleanly. The dashboard's store is the one
+// its actions change.
+func serveApp(t testing.TB, a *app, cfg web.Config) *dashboard {
+	t.Helper()
+	closeAll := func() {
+		for _, s := range a.stores {
+			s.Close()
+		}
 	}
-	cfg.Store, cfg.Database = s, s.Shown()
+	if err := a.openDashboard(t.Context(), &cfg); err != nil {
+		closeAll()
+		t.Fatalf("open %s: %v", a.database, err)
+	}
 	srv, err := web.New(cfg)
 	if err != nil {
+		closeAll()
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		closeAll()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,9 +71,9 @@ func startDashboardPool(t testing.TB, database string, cfg web.Config, pool int)
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve: %v", err)
 		}
-		s.Close()
+		closeAll()
 	})
-	return &dashboard{url: "http://" + ln.Addr().String(), store: s}
+	return &dashboard{url: "http://" + ln.Addr().String(), store: cfg.Store.(store)}
 }
 
 // browser is an HTTP client with cookies, as a browser keeps them, that

@@ -11,16 +11,37 @@ import (
 // open connects to the database that --database names and checks that its
 // schema is up to date. The store is closed when the run ends.
 func (a *app) open(ctx context.Context) (store, error) {
-	return a.connect(ctx, false)
+	return a.connect(ctx, a.database, false)
+}
+
+// openReads is open for a command that only reads: on the database that
+// --read-database names (a hot standby, say) when it is given, with every
+// transaction read-only there.
+func (a *app) openReads(ctx context.Context) (store, error) {
+	if a.readDatabase == "" {
+		return a.open(ctx)
+	}
+	return a.connect(ctx, a.readDatabase, true)
 }
 
 // openTopics is open for a command on topics: each must be named and
 // exist, else the error says which is missing.
 func (a *app) openTopics(ctx context.Context, topics ...string) (store, error) {
+	return a.checkTopics(ctx, a.open, topics)
+}
+
+// openReadTopics is openReads for a command that reads topics.
+func (a *app) openReadTopics(ctx context.Context, topics ...string) (store, error) {
+	return a.checkTopics(ctx, a.openReads, topics)
+}
+
+// checkTopics opens a store and checks that every topic is named and
+// exists, else the error says which is missing.
+func (a *app) checkTopics(ctx context.Context, open func(context.Context) (store, error), topics []string) (store, error) {
 	if slices.Contains(topics, "") {
 		return nil, usagef("--topic is required")
 	}
-	s, err := a.open(ctx)
+	s, err := open(ctx)
 	if err != nil || len(topics) == 0 {
 		return s, err
 	}
@@ -65,13 +86,16 @@ func (a *app) openMigrated(ctx context.Context) (s store, from, to int64, err er
 	return s, from, to, err
 }
 
-func (a *app) connect(ctx context.Context, create bool) (store, error) {
-	t, err := parseTarget(a.database)
+// connect opens the database that raw names, whose schema must be up to
+// date; readOnly makes its transactions read-only.
+func (a *app) connect(ctx context.Context, raw string, readOnly bool) (store, error) {
+	t, err := parseTarget(raw)
 	if err != nil {
 		return nil, err
 	}
 	t.limits = a.limits
-	c, err := connect(ctx, t, create)
+	t.readOnly = readOnly
+	c, err := connect(ctx, t, false)
 	if err != nil {
 		return nil, err
 	}
@@ -94,12 +118,13 @@ func (a *app) connect(ctx context.Context, create bool) (store, error) {
 	return s, nil
 }
 
-// keep makes the store of c the run's store, closed when the run ends.
+// keep makes the store of c one of the run's stores, closed when the run
+// ends.
 func (a *app) keep(c *connection) (store, error) {
 	s, err := newStore(c)
 	if err != nil {
 		return nil, err
 	}
-	a.store = s
+	a.stores = append(a.stores, s)
 	return s, nil
 }

@@ -20,11 +20,13 @@ type setting[V any] struct {
 	args   func(v V) map[string]any       // the parameters the audit records, by name
 }
 
-// readSetting opens the store on topic, which must be registered (exit
-// code 4 otherwise), and reads its st: the zero V when it has none.
-func readSetting[V any](a *app, ctx context.Context, topic string, st setting[V]) (store, V, error) {
+// readSetting opens the store on topic with open (openTopics, or
+// openReadTopics for a command that only shows it), which must be
+// registered (exit code 4 otherwise), and reads its st: the zero V when
+// it has none.
+func readSetting[V any](ctx context.Context, open func(context.Context, ...string) (store, error), topic string, st setting[V]) (store, V, error) {
 	var none V
-	s, err := a.openTopics(ctx, topic)
+	s, err := open(ctx, topic)
 	if err != nil {
 		return nil, none, err
 	}
@@ -37,7 +39,7 @@ func readSetting[V any](a *app, ctx context.Context, topic string, st setting[V]
 
 // showSetting prints the st of topic.
 func showSetting[V any](a *app, cmd *cobra.Command, topic string, st setting[V]) error {
-	_, v, err := readSetting(a, cmd.Context(), topic, st)
+	_, v, err := readSetting(cmd.Context(), a.openReadTopics, topic, st)
 	if err != nil {
 		return err
 	}
@@ -48,7 +50,7 @@ func showSetting[V any](a *app, cmd *cobra.Command, topic string, st setting[V])
 // (a command may change a part of it and keep the rest), and records the
 // change in the audit log.
 func changeSetting[V any](a *app, cmd *cobra.Command, topic string, st setting[V], to func(current V) V) error {
-	s, current, err := readSetting(a, cmd.Context(), topic, st)
+	s, current, err := readSetting(cmd.Context(), a.openTopics, topic, st)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (a *app) show(cmd *cobra.Command, topic string, seq int64) error {
 	if topic == "" {
 		topics = nil
 	}
-	s, err := a.openTopics(ctx, topics...)
+	s, err := a.openReadTopics(ctx, topics...)
 	if err != nil {
 		return err
 	}

@@ -92,7 +92,7 @@ func (a *app) top(ctx context.Context, f topFlags) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.open(ctx)
+	s, err := a.openReads(ctx)
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ type topicSettings struct {
 // topicList lists every topic with its activation, its capacity and its
 // limits.
 func (a *app) topicList(cmd *cobra.Command) error {
-	s, err := a.open(cmd.Context())
+	s, err := a.openReads(cmd.Context())
 	if err != nil {
 		return err
 	}

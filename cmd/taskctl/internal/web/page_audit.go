@@ -57,7 +57,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context() // within the read timeout (deadline.go): a primary-key read backwards
 	// One entry more than shown says whether an older page exists.
-	entries, err := s.cfg.Store.AuditLog(ctx, before, limit+1)
+	entries, err := s.cfg.Reads.AuditLog(ctx, before, limit+1)
 	if err != nil {
 		s.fail(w, r, err)
 		return

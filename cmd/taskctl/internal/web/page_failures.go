@@ -75,7 +75,7 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	failures, cut, err := readFailures(ctx, s.cfg.Store, counts, d.States, maxFailures, maxFailureReads)
+	failures, cut, err := readFailures(ctx, s.cfg.Reads, counts, d.States, maxFailures, maxFailureReads)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -95,7 +95,7 @@ func (s *Server) failureTopic(ctx context.Context, f form, d *failuresData) erro
 		return nil
 	}
 	var err error
-	d.Topic, err = f.topic(ctx, s.cfg.Store, "topic")
+	d.Topic, err = f.topic(ctx, s.cfg.Reads, "topic")
 	return err
 }
 
@@ -152,7 +152,7 @@ const exactFailureTopics = 50
 func (s *Server) failureCounts(ctx context.Context, d *failuresData) (map[string]map[taskapi.State]taskapi.Summary, error) {
 	v := s.sampler.snapshot()
 	if d.Topic != "" || v.tally.counts == nil || len(v.topics) <= exactFailureTopics {
-		return s.cfg.Store.Count(ctx, taskapi.Total, taskapi.Counting{Topic: d.Topic, States: d.States}, taskapi.Unbounded)
+		return s.cfg.Reads.Count(ctx, taskapi.Total, taskapi.Counting{Topic: d.Topic, States: d.States}, taskapi.Unbounded)
 	}
 	d.Counted = v.tally.at
 	return failuresSeen(v, d.States), nil

@@ -38,7 +38,7 @@ type ownersData struct {
 // ownersPage shows every registered owner, read from the database: its
 // heartbeat, whether it is fenced, and its ACTIVE tasks per topic.
 func (s *Server) ownersPage(w http.ResponseWriter, r *http.Request) {
-	roster, err := s.cfg.Store.Roster(r.Context())
+	roster, err := s.cfg.Reads.Roster(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -103,13 +103,13 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 	topics := []string{q.topic}
 	if q.topic == "" {
 		var err error
-		if topics, err = s.cfg.Store.Topics(ctx); err != nil {
+		if topics, err = s.cfg.Reads.Topics(ctx); err != nil {
 			return err
 		}
-	} else if err := knownTopics(ctx, s.cfg.Store, q.topic); err != nil {
+	} else if err := knownTopics(ctx, s.cfg.Reads, q.topic); err != nil {
 		return err
 	}
-	res, err := runSearch(ctx, s.cfg.Store, *q, topics)
+	res, err := runSearch(ctx, s.cfg.Reads, *q, topics)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ type taskData struct {
 func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	f := form(r.URL.Query())
-	topic, err := f.topic(ctx, s.cfg.Store, "topic")
+	topic, err := f.topic(ctx, s.cfg.Reads, "topic")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -55,7 +55,7 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	infos, err := ops.LookupInfos(ctx, s.cfg.Store, topic, []int64{seq})
+	infos, err := ops.LookupInfos(ctx, s.cfg.Reads, topic, []int64{seq})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -83,11 +83,11 @@ func (s *Server) taskPage(w http.ResponseWriter, r *http.Request) {
 // index probes) and finds its lineage among them.
 func (s *Server) relatives(r *http.Request, d *taskData) error {
 	ctx, same := r.Context(), taskapi.Listing{Identifier: d.Info.Identifier}
-	earlier, err := s.cfg.Store.Page(ctx, d.Topic, same, d.Info.Sequence, neighbours, taskapi.Backward)
+	earlier, err := s.cfg.Reads.Page(ctx, d.Topic, same, d.Info.Sequence, neighbours, taskapi.Backward)
 	if err != nil {
 		return err
 	}
-	later, err := s.cfg.Store.Page(ctx, d.Topic, same, d.Info.Sequence, neighbours, taskapi.Forward)
+	later, err := s.cfg.Reads.Page(ctx, d.Topic, same, d.Info.Sequence, neighbours, taskapi.Forward)
 	if err != nil {
 		return err
 	}

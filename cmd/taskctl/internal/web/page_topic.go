@@ -236,7 +236,7 @@ type filterForm struct {
 // tasks read from the database.
 func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	q, err := parseList(ctx, s.cfg.Store, form(r.URL.Query()), time.Now())
+	q, err := parseList(ctx, s.cfg.Reads, form(r.URL.Query()), time.Now())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -249,7 +249,7 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 		}
 		defer leave()
 	}
-	infos, more, err := q.read(ctx, s.cfg.Store)
+	infos, more, err := q.read(ctx, s.cfg.Reads)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -282,10 +282,10 @@ func (s *Server) pageLinks(ctx context.Context, q listQuery, infos []taskapi.Inf
 	older, newer := more && !q.forward(), more && q.forward()
 	var err error
 	if !older && (q.after > 0 || !q.since.IsZero() || q.last || q.before > 0) {
-		older, err = q.beyond(ctx, s.cfg.Store, first, taskapi.Backward)
+		older, err = q.beyond(ctx, s.cfg.Reads, first, taskapi.Backward)
 	}
 	if err == nil && !newer && !q.forward() {
-		newer, err = q.beyond(ctx, s.cfg.Store, last, taskapi.Forward)
+		newer, err = q.beyond(ctx, s.cfg.Reads, last, taskapi.Forward)
 	}
 	if older {
 		d.Prev = q.at("before", strconv.FormatInt(first, 10))

@@ -84,6 +84,12 @@ type Store interface {
 type Config struct {
 	// Store is the repository shown and changed.
 	Store Store
+	// Reads, when set, is where the pages and the sampler read the same
+	// repository instead: a hot standby that follows Store. Actions, their
+	// confirmations and the audit records still go to Store, so that what
+	// an operator confirms is read where the action runs. No method that
+	// writes is called on it.
+	Reads Store
 	// Database is the database's URL as the user may see it (no password).
 	Database string
 	// Token, when set, is required of every request but the login page
@@ -175,6 +181,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Store == nil {
 		return nil, errors.New("web: no store")
 	}
+	if cfg.Reads == nil {
+		cfg.Reads = cfg.Store
+	}
 	if cfg.Expiry <= 0 {
 		cfg.Expiry = DefaultExpiry
 	}
@@ -211,8 +220,8 @@ func New(cfg Config) (*Server, error) {
 	rand.Read(s.secret)
 	s.sessions = newSessions(cfg.SessionMaxAge, cfg.SessionIdle, cfg.Now)
 	s.throttle = newThrottle(cfg.Now)
-	s.sampler = newSampler(cfg.Store, cfg.Refresh, cfg.Expiry, s.log)
-	s.counts = newDBCounts(cfg.Store)
+	s.sampler = newSampler(cfg.Reads, cfg.Refresh, cfg.Expiry, s.log)
+	s.counts = newDBCounts(cfg.Reads)
 	s.filtered = newGate(cfg.FilteredPages)
 	s.handler = s.routes()
 	return s, nil
