@@ -16,19 +16,22 @@ import (
 type scenario struct {
 	name string
 	run  func(ctx context.Context, b *bench) error
+	// optIn runs it only when --only names it.
+	optIn bool
 }
 
 // scenarios in the order they run.
 var scenarios = []scenario{
-	{"bulk", runBulk},
-	{"replace", runReplace},
-	{"single", runSingle},
-	{"capacity", runCapacity},
-	{"burndown", runBurndown},
-	{"traps", runTraps},
-	{"growth", runGrowth},
-	{"continuous", runContinuous},
-	{"idle", runIdle},
+	{name: "bulk", run: runBulk},
+	{name: "replace", run: runReplace},
+	{name: "single", run: runSingle},
+	{name: "capacity", run: runCapacity},
+	{name: "burndown", run: runBurndown},
+	{name: "traps", run: runTraps},
+	{name: "growth", run: runGrowth},
+	{name: "continuous", run: runContinuous},
+	{name: "idle", run: runIdle},
+	{name: "sizing", run: runSizing, optIn: true},
 }
 
 func scenarioNames() []string {

@@ -22,9 +22,21 @@ func docBlocks(r *Report) map[string]string {
 	var table bytes.Buffer
 	writeTable(&table, r)
 	blocks := statementBlocks(r)
-	blocks["table"], blocks["machine"], blocks["failover"] = table.String(), machineText(r), failoverText(r)
+	blocks["table"], blocks["machine"] = table.String(), machineText(r)
+	// A document may hold the blocks of several results (README: the
+	// failovers' and the sizing's): a block whose results r does not hold
+	// is left as it is.
+	if r.Failover != nil {
+		blocks["failover"] = failoverText(r)
+	}
+	if r.Sizing != nil {
+		blocks["sizing"], blocks["sizing_summary"] = sizingText(r), sizingSummary(r)
+	}
 	return blocks
 }
+
+// otherBlocks are the blocks of results that a report may not hold.
+var otherBlocks = []string{"failover", "sizing", "sizing_summary"}
 
 // machineText says when and where the results were measured.
 func machineText(r *Report) string {
@@ -48,6 +60,8 @@ func renderDocs(doc []byte, r *Report) ([]byte, error) {
 		switch {
 		case name != end:
 			err = fmt.Errorf("block %q ends as %q", name, end)
+		case !ok && slices.Contains(otherBlocks, name):
+			return m
 		case !ok:
 			err = fmt.Errorf("no block named %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(blocks)), ", "))
 		}

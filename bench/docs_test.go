@@ -62,13 +62,15 @@ func TestUpdateDocsCheckChangesNothingAndFailsWhenStale(t *testing.T) {
 }
 
 func TestTheDocsHoldTheRecordedFigures(t *testing.T) {
-	for results, doc := range map[string]string{
-		"results/baseline.json": "../docs/performance.md",
-		"results/capacity.json": "../docs/tenants.md", // go run . --only capacity --json results/capacity.json
+	for _, c := range []struct{ results, doc string }{
+		{"results/baseline.json", "../docs/performance.md"},
+		{"results/capacity.json", "../docs/tenants.md"}, // go run . --only capacity --json results/capacity.json
 		// TASK_TEST_FAILOVERS=100 TASK_TEST_FAILOVER_RESULTS=$PWD/bench/results/failover.json go test -run '^TestFailoverLosesNothingCommitted$' ./faults
-		"results/failover.json": "../README.md",
+		{"results/failover.json", "../README.md"},
+		{"results/sizing.json", "../docs/operating.md"}, // go run . --only sizing --json results/sizing.json
+		{"results/sizing.json", "../README.md"},
 	} {
-		data, err := os.ReadFile(results)
+		data, err := os.ReadFile(c.results)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,8 +78,8 @@ func TestTheDocsHoldTheRecordedFigures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := updateDocs([]string{doc}, r, true); err != nil {
-			t.Errorf("%s against %s: %v", doc, results, err)
+		if err := updateDocs([]string{c.doc}, r, true); err != nil {
+			t.Errorf("%s against %s: %v", c.doc, c.results, err)
 		}
 	}
 }

@@ -24,7 +24,7 @@ type Failover struct {
 // failovers, or a line that says the results hold none.
 func failoverText(r *Report) string {
 	f := r.Failover
-	if f == nil || len(f.ResumesMS) == 0 {
+	if len(f.ResumesMS) == 0 {
 		return "No failover was measured in these results.\n"
 	}
 	var l latencies

@@ -59,6 +59,8 @@ type scale struct {
 	bulkRounds, singleRounds      int           // rounds of bulk and single pushes, the median reported
 	timeout                       time.Duration // longest burn-down before it is cut short
 	proc                          procConfig    // how taskproc runs, in burn-downs and continuous runs
+	busy                          int           // tasks of each busy run of the sizing scenario
+	topicCounts                   []int         // the numbers of topics the sizing scenario measures
 }
 
 // defaultProc is the taskproc configuration of both scales (see --taskproc).
@@ -71,12 +73,14 @@ var (
 		continuous: 20 * time.Second, rounds: 3, idle: 10 * time.Second,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 3, singleRounds: 5,
 		timeout: 3 * time.Minute, proc: defaultProc,
+		busy: 1_000_000, topicCounts: []int{1, 1000, 5000},
 	}
 	quickScale = scale{
 		bulk: 20_000, single: 1_000, burn: 10_000, growthOld: 100_000,
 		continuous: 2 * time.Second, rounds: 1, idle: 2 * time.Second,
 		consumers: 4, producers: 2, singleProducers: 8, bulkRounds: 1, singleRounds: 1,
 		timeout: 4 * time.Second, proc: defaultProc,
+		busy: 50_000, topicCounts: []int{1, 200},
 	}
 )
 
@@ -174,12 +178,12 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	if own {
-		b.report.Notes = append(b.report.Notes, "server: the bench's own, started from "+postgresBin+" with "+strings.Join(serverSettings, ", "))
+		b.report.Notes = append(b.report.Notes, "server: the bench's own, started from "+postgresBin+" with "+strings.Join(append(slices.Clip(serverSettings), alterableSettings...), ", "))
 	}
 	defer b.close()
 	started := time.Now()
 	for _, s := range scenarios {
-		if len(cfg.only) > 0 && !slices.Contains(cfg.only, s.name) {
+		if !slices.Contains(cfg.only, s.name) && (len(cfg.only) > 0 || s.optIn) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "== %s (%s)\n", s.name, time.Since(started).Round(time.Second))

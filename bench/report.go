@@ -33,6 +33,8 @@ type Report struct {
 	Statements []StatementRun `json:"statements,omitempty"`
 	// Failover is what the fault test of failovers measured (failover.go).
 	Failover *Failover `json:"failover,omitempty"`
+	// Sizing is what the sizing scenario measured (sizing.go).
+	Sizing *Sizing `json:"sizing,omitempty"`
 }
 
 // Machine describes where the run took place.

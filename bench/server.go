@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,16 +29,23 @@ const postgresBin = "/usr/lib/postgresql/15/bin"
 // the planner than in the executor at everyday rates. Autovacuum is
 // off, as on the server of the earlier runs (docs/performance.md): the
 // burn-downs run without planner statistics, the traps hold for their whole
-// run, and no vacuum of one side's tables lands in the middle of a phase. Each scenario
+// run, and no vacuum of one side's tables lands in the middle of a phase.
+// It is set in postgresql.auto.conf (alterableSettings), not on the command
+// line, which ALTER SYSTEM cannot override: the sizing scenario turns it
+// on for its own runs. Each scenario
 // pool holds 16 connections and River's listener and taskpg's Notifier one
 // more each, far below the default 100 connections.
 var serverSettings = []string{
 	"listen_addresses=127.0.0.1",
 	"fsync=on", "synchronous_commit=on", "full_page_writes=on",
-	"shared_buffers=128MB", "autovacuum=off",
+	"shared_buffers=128MB",
 	"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all",
 	"pg_stat_statements.track_planning=on",
 }
+
+// alterableSettings are the settings of the bench's own server that a
+// scenario may change with ALTER SYSTEM: written to postgresql.auto.conf.
+var alterableSettings = []string{"autovacuum = off"}
 
 // server is a PostgreSQL the bench started for itself.
 type server struct {
@@ -71,6 +79,10 @@ func startServer(ctx context.Context) (*server, error) {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, errors.Join(fmt.Errorf("initdb: %w: %s", err, out), s.stop())
+	}
+	auto := filepath.Join(data, "postgresql.auto.conf")
+	if err := appendLines(auto, alterableSettings); err != nil {
+		return nil, errors.Join(err, s.stop())
 	}
 	if s.port, err = freePort(); err != nil {
 		return nil, errors.Join(err, s.stop())
@@ -168,4 +180,14 @@ func (s *server) stop() error {
 		}
 	}
 	return os.RemoveAll(s.dir)
+}
+
+// appendLines appends lines to the file name.
+func appendLines(name string, lines []string) error {
+	f, err := os.OpenFile(name, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(strings.Join(lines, "\n") + "\n")
+	return errors.Join(err, f.Close())
 }
