@@ -366,7 +366,7 @@ func sizingSummary(r *Report) string {
 	}
 	date, _, _ := strings.Cut(r.Date, "T")
 	return fmt.Sprintf("- A busy topic (push, poll, complete, purge at once) cost the backends serving it %.0f µs of CPU per task: about %.0f tasks/s per server core.\n"+
-		"- A million tasks wrote %.1f GiB of WAL; with autovacuum tuned as below, the topic's partition peaked at %.0f MiB with %.0fk dead rows.\n"+
+		"- A million tasks wrote %.1f GiB of WAL; with autovacuum tuned for it, the topic's partition peaked at %.0f MiB with %.0fk dead rows.\n"+
 		"- %d topics (partitions) held %d relations; creating a topic took %.0f ms on average, one topic's burn-down ran at %.0f tasks/s among them, and a count over every topic %s.\n\n"+
 		"Measured on %s by `%s` (%d vCPUs, %s).\n",
 		run.CPUSeconds*1e6/float64(run.Tasks), float64(run.Tasks)/run.CPUSeconds,
