@@ -94,11 +94,7 @@ func TestReadDatabaseRefusesWrites(t *testing.T) {
 			u := b.url(t)
 			must(t, u, "topic", "init", "orders")
 			a := &app{readDatabase: u, stdout: io.Discard, stderr: io.Discard}
-			defer func() {
-				for _, s := range a.stores {
-					s.Close()
-				}
-			}()
+			defer a.closeStores()
 			reads, err := a.openReads(t.Context())
 			if err != nil {
 				t.Fatal(err)

@@ -53,9 +53,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	for _, s := range a.stores {
-		s.Close()
-	}
+	a.closeStores()
 	if err == nil {
 		return exitOK
 	}

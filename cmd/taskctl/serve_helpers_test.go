@@ -44,23 +44,18 @@ func startDashboardPool(t testing.TB, database string, cfg web.Config, pool int)
 // its actions change.
 func serveApp(t testing.TB, a *app, cfg web.Config) *dashboard {
 	t.Helper()
-	closeAll := func() {
-		for _, s := range a.stores {
-			s.Close()
-		}
-	}
 	if err := a.openDashboard(t.Context(), &cfg); err != nil {
-		closeAll()
+		a.closeStores()
 		t.Fatalf("open %s: %v", a.database, err)
 	}
 	srv, err := web.New(cfg)
 	if err != nil {
-		closeAll()
+		a.closeStores()
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		closeAll()
+		a.closeStores()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -71,7 +66,7 @@ func serveApp(t testing.TB, a *app, cfg web.Config) *dashboard {
 		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			t.Errorf("Serve: %v", err)
 		}
-		closeAll()
+		a.closeStores()
 	})
 	return &dashboard{url: "http://" + ln.Addr().String(), store: cfg.Store.(store)}
 }

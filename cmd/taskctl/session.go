@@ -128,3 +128,10 @@ func (a *app) keep(c *connection) (store, error) {
 	a.stores = append(a.stores, s)
 	return s, nil
 }
+
+// closeStores closes every store the run opened.
+func (a *app) closeStores() {
+	for _, s := range a.stores {
+		s.Close()
+	}
+}
