@@ -42,9 +42,13 @@ func mariadbKind(install, mariadbd string) *serverKind {
 		dirName: "mariadb",
 		users:   []string{"mysql"},
 		pidFile: "mariadbd.pid",
+		// The install's bootstrap server needs its own tmpdir as much as
+		// the running server (see mariadbCommand): another server starting
+		// beside it took its temporary table from /tmp too.
 		initialize: func(ctx context.Context, c *Cluster) error {
 			return c.runTool(ctx, install, "--no-defaults", "--datadir="+filepath.Join(c.dir, "data"),
-				"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
+				"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve",
+				"--tmpdir="+c.dir)
 		},
 		command:  func(c *Cluster) []string { return mariadbCommand(mariadbd, c) },
 		adminURL: func(c *Cluster) string { return "root@tcp(" + c.Addr() + ")/" },
