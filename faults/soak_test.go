@@ -4,6 +4,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -36,6 +37,9 @@ const (
 	soakTopic  = "soak"
 	soakExpiry = 2 * time.Second
 	soakWork   = 30 * time.Millisecond
+	// soakStartTries bounds the starts of one worker that the database's
+	// unavailability refused (see startWorker).
+	soakStartTries = 10
 )
 
 // soak is one soak run: its database, reached directly by the test and
@@ -165,13 +169,29 @@ func soakOrders(producer, i int) []taskapi.Creation {
 	return creations
 }
 
-// startWorker starts one more consumer process, through the proxy.
+// startWorker starts one more consumer process, through the proxy. A
+// worker that exits because the database is unavailable at its start (a
+// restart of PostgreSQL under way, or PgBouncer refusing logins for
+// server_login_retry after one) is started again a second later, as a
+// supervisor does, up to soakStartTries times.
 func (s *soak) startWorker() {
 	s.mu.Lock()
 	owner := fmt.Sprintf("soak-worker-%d", s.next)
 	s.next++
 	s.mu.Unlock()
-	w := startWorker(s.t, s.proxied, soakTopic, owner, "-mix", "soak", "-expiry", soakExpiry.String(), "-work", soakWork.String(), "-listen", s.listen)
+	var w *worker
+	for try := 1; ; try++ {
+		var err error
+		w, err = launchWorker(s.t, s.proxied, soakTopic, owner, "-mix", "soak", "-expiry", soakExpiry.String(), "-work", soakWork.String(), "-listen", s.listen)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errWorkerTempFail) || try == soakStartTries {
+			s.t.Fatal(err)
+		}
+		s.t.Logf("%v; starting it again", err)
+		time.Sleep(time.Second)
+	}
 	s.mu.Lock()
 	s.workers[owner] = w
 	s.mu.Unlock()

@@ -64,6 +64,22 @@ type worker struct {
 // it is ready.
 func startWorker(t testing.TB, database, topic, owner string, args ...string) *worker {
 	t.Helper()
+	w, err := launchWorker(t, database, topic, owner, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// errWorkerTempFail is a worker that exited with status 75 (EX_TEMPFAIL):
+// the database was unavailable when it started.
+var errWorkerTempFail = errors.New("the database was unavailable at its start (exit status 75)")
+
+// launchWorker starts a consumer process as startWorker does, and returns
+// an error when it does not get ready: errWorkerTempFail when it exited
+// for an unavailable database, as a supervisor would see.
+func launchWorker(t testing.TB, database, topic, owner string, args ...string) (*worker, error) {
+	t.Helper()
 	w := &worker{owner: owner, exited: make(chan error, 1)}
 	w.cmd = exec.Command(workerBinary, append([]string{"-database", database, "-topic", topic, "-owner", owner}, args...)...)
 	w.cmd.Stderr = &w.stderr
@@ -88,13 +104,21 @@ func startWorker(t testing.TB, database, topic, owner string, args ...string) *w
 	t.Cleanup(func() { _ = w.cmd.Process.Kill() })
 	select {
 	case ok := <-ready:
-		if !ok {
-			t.Fatalf("worker %s did not start: %s", owner, w.stderr.String())
+		if ok {
+			return w, nil
 		}
 	case <-time.After(workerPatience):
-		t.Fatalf("worker %s did not start within %v", owner, workerPatience)
+		return nil, fmt.Errorf("worker %s did not start within %v", owner, workerPatience)
 	}
-	return w
+	var exit *exec.ExitError
+	select {
+	case err := <-w.exited:
+		if errors.As(err, &exit) && exit.ExitCode() == 75 {
+			return nil, fmt.Errorf("worker %s did not start: %w: %s", owner, errWorkerTempFail, w.stderr.String())
+		}
+	case <-time.After(workerPatience):
+	}
+	return nil, fmt.Errorf("worker %s did not start: %s", owner, w.stderr.String())
 }
 
 // lockedBuffer is a strings.Builder that a process writes to while the
@@ -173,5 +197,17 @@ func (w *worker) stop(t testing.TB) {
 		}
 	case <-time.After(workerPatience):
 		t.Fatalf("worker %s did not stop within %v", w.owner, workerPatience)
+	}
+}
+
+// TestAWorkerThatFindsNoDatabaseAsksToBeStartedAgain: a consumer process
+// whose Start finds no database (nothing listens on port 1) gets an error
+// that wraps taskapi.ErrUnavailable, and the worker exits with status 75
+// for its supervisor to start it again, as the soak's does.
+func TestAWorkerThatFindsNoDatabaseAsksToBeStartedAgain(t *testing.T) {
+	t.Parallel()
+	_, err := launchWorker(t, "postgres://nobody@127.0.0.1:1/none?connect_timeout=5", "anything", "nowhere")
+	if !errors.Is(err, errWorkerTempFail) {
+		t.Fatalf("a worker started without its database = %v, want exit status 75 (errWorkerTempFail)", err)
 	}
 }

@@ -13,7 +13,9 @@
 // ignore its context while it works, as one stuck in a call does, so that
 // it always attempts its completion. -poison names an input whose task
 // makes the process exit at once with status 3 (after "ready"), as a
-// handler that crashes its process does. -size, -inflight, -pollers and
+// handler that crashes its process does. When it cannot start because the
+// database is unavailable (taskapi.ErrUnavailable), it exits with status
+// 75 (EX_TEMPFAIL): a supervisor starts it again. -size, -inflight, -pollers and
 // -revive set the poll's size, the batches in flight at most (0: no
 // limit), the topic's poll loops and whether the keeper rescues expired
 // tasks (WithRevival); -listen gives its Notifier a URL of its own, past a
@@ -22,7 +24,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"os/signal"
@@ -67,9 +71,20 @@ func main() {
 	flag.BoolVar(&c.revive, "revive", true, "taskproc.WithRevival")
 	flag.Parse()
 	if err := run(c); err != nil {
-		log.Fatalf("worker %s: %v", c.owner, err)
+		log.Printf("worker %s: %v", c.owner, err)
+		if errors.Is(err, errStartUnavailable) {
+			os.Exit(exitTempFail)
+		}
+		os.Exit(1)
 	}
 }
+
+// exitTempFail is the exit status of a worker that could not start because
+// the database was unavailable (sysexits.h's EX_TEMPFAIL).
+const exitTempFail = 75
+
+// errStartUnavailable marks a Start that failed on an unavailable database.
+var errStartUnavailable = errors.New("the database was unavailable at start")
 
 // started is closed once the worker printed "ready": a poison task kills
 // the process only then, so that the tests see it start first.
@@ -111,6 +126,9 @@ func run(c config) error {
 		return err
 	}
 	if err := client.Start(ctx); err != nil {
+		if errors.Is(err, taskapi.ErrUnavailable) {
+			err = fmt.Errorf("%w: %w", errStartUnavailable, err)
+		}
 		return err
 	}
 	say("ready")
