@@ -15,11 +15,11 @@
 // makes the process exit at once with status 3 (after "ready"), as a
 // handler that crashes its process does. When it cannot start because the
 // database is unavailable (taskapi.ErrUnavailable), it exits with status
-// 75 (EX_TEMPFAIL): a supervisor starts it again. -size, -inflight, -pollers and
-// -revive set the poll's size, the batches in flight at most (0: no
-// limit), the topic's poll loops and whether the keeper rescues expired
-// tasks (WithRevival); -listen gives its Notifier a URL of its own, past a
-// pooler in transaction mode.
+// 75 (EX_TEMPFAIL): a supervisor starts it again. -size, -inflight,
+// -pollers and -revive set the poll's size, the batches in flight at most
+// (0: no limit), the topic's poll loops and whether the keeper rescues
+// expired tasks (WithRevival); -listen gives its Notifier a URL of its
+// own, past a pooler in transaction mode.
 package main
 
 import (
