@@ -71,7 +71,11 @@ func startWorker(t testing.TB, database, topic, owner string, args ...string) *w
 	return w
 }
 
-// errWorkerTempFail is a worker that exited with status 75 (EX_TEMPFAIL):
+// workerTempFail is the exit status of a worker whose Start found the
+// database unavailable (EX_TEMPFAIL, worker's exitTempFail).
+const workerTempFail = 75
+
+// errWorkerTempFail is a worker that exited with status workerTempFail:
 // the database was unavailable when it started.
 var errWorkerTempFail = errors.New("the database was unavailable at its start (exit status 75)")
 
@@ -113,7 +117,7 @@ func launchWorker(t testing.TB, database, topic, owner string, args ...string) (
 	var exit *exec.ExitError
 	select {
 	case err := <-w.exited:
-		if errors.As(err, &exit) && exit.ExitCode() == 75 {
+		if errors.As(err, &exit) && exit.ExitCode() == workerTempFail {
 			return nil, fmt.Errorf("worker %s did not start: %w: %s", owner, errWorkerTempFail, w.stderr.String())
 		}
 	case <-time.After(workerPatience):
