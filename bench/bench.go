@@ -32,6 +32,8 @@ var scenarios = []scenario{
 	{name: "continuous", run: runContinuous},
 	{name: "idle", run: runIdle},
 	{name: "sizing", run: runSizing, optIn: true},
+	{name: "limits", run: runLimits, optIn: true},
+	{name: "renderer", run: runRenderer, optIn: true},
 }
 
 func scenarioNames() []string {

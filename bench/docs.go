@@ -19,24 +19,30 @@ import (
 
 // docBlocks renders the blocks a document may hold, by name.
 func docBlocks(r *Report) map[string]string {
-	var table bytes.Buffer
-	writeTable(&table, r)
 	blocks := statementBlocks(r)
-	blocks["table"], blocks["machine"] = table.String(), machineText(r)
 	// A document may hold the blocks of several results (README: the
-	// failovers' and the sizing's): a block whose results r does not hold
-	// is left as it is.
+	// failovers' and the sizing's; docs/tenants.md: the capacity's table and
+	// the limits'): a block whose results r does not hold is left as it is.
+	// The results of the limits scenario alone hold no table.
+	if len(r.Figures) > 0 || r.Limits == nil {
+		var table bytes.Buffer
+		writeTable(&table, r)
+		blocks["table"], blocks["machine"] = table.String(), machineText(r)
+	}
 	if r.Failover != nil {
 		blocks["failover"] = failoverText(r)
 	}
 	if r.Sizing != nil {
 		blocks["sizing"], blocks["sizing_summary"] = sizingText(r), sizingSummary(r)
 	}
+	if r.Limits != nil {
+		blocks["limits"] = limitsText(r)
+	}
 	return blocks
 }
 
 // otherBlocks are the blocks of results that a report may not hold.
-var otherBlocks = []string{"failover", "sizing", "sizing_summary"}
+var otherBlocks = []string{"failover", "sizing", "sizing_summary", "limits", "table", "machine"}
 
 // machineText says when and where the results were measured.
 func machineText(r *Report) string {

@@ -35,6 +35,8 @@ type Report struct {
 	Failover *Failover `json:"failover,omitempty"`
 	// Sizing is what the sizing scenario measured (sizing.go).
 	Sizing *Sizing `json:"sizing,omitempty"`
+	// Limits is what the limits scenario measured (limits.go).
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // Machine describes where the run took place.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -56,15 +57,27 @@ func pool(t *testing.T, url string) *pgxpool.Pool {
 
 // cutting runs call with the proxy set to cut after a random number of
 // bytes, and restores the proxy afterwards.
-func (r *cutRig) cutting(call func() error) error {
-	return r.cuttingWithin(cutBudget, call)
+func (r *cutRig) cutting(t *testing.T, call func() error) error {
+	return r.cuttingWithin(t, cutBudget, call)
 }
 
 // cuttingWithin is cutting after a random number of bytes below budget.
-func (r *cutRig) cuttingWithin(budget int64, call func() error) error {
+// When the cut fired, it returns once the server is done with what it
+// got: a COMMIT that reached the server before the cut may still be
+// committing when the call has returned its error, and a check made then
+// would see half of the transaction's writes.
+func (r *cutRig) cuttingWithin(t *testing.T, budget int64, call func() error) error {
 	r.proxy.CutAfter(1 + rand.Int64N(budget))
 	defer r.proxy.Restore()
-	return call()
+	err := call()
+	if r.proxy.IsCut() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := r.proxy.WaitIdle(ctx); err != nil {
+			t.Fatalf("the server did not close the connections that the cut dropped: %v", err)
+		}
+	}
+	return err
 }
 
 // count counts the tasks of topic in state with reference (empty: any).
@@ -107,7 +120,7 @@ func TestCutPushLeavesAllOrNothing(t *testing.T) {
 	var c tally
 	for i := range cutRounds {
 		order := fmt.Sprintf("order-%d", i)
-		err := r.cutting(func() error {
+		err := r.cutting(t, func() error {
 			return taskpg.Transact(r.proxied)(ctx, func(tx taskpg.DB) error {
 				if _, err := tx.Exec(ctx, "INSERT INTO fault_order (id) VALUES ($1)", order); err != nil {
 					return err
@@ -161,7 +174,7 @@ func TestCutPushIntoACapacityNeitherOverfillsNorLeaks(t *testing.T) {
 	for i := range cutRounds {
 		n, id := 1+i%3, fmt.Sprintf("round-%d", i)
 		before := r.count(t, "capped", "", taskapi.Ready)
-		err := r.cuttingWithin(capacityCutBudget, func() error {
+		err := r.cuttingWithin(t, capacityCutBudget, func() error {
 			if i%2 == 0 {
 				return push(r.proxied, id, n)
 			}
@@ -219,7 +232,7 @@ func TestCutPollLeavesAllOrNothing(t *testing.T) {
 	var c tally
 	for i := range cutRounds {
 		before := r.count(t, "poll", "", taskapi.Active)
-		err := r.cutting(func() error {
+		err := r.cutting(t, func() error {
 			_, err := r.repo.Poll(ctx, r.proxied, "poll", 5)
 			return err
 		})
@@ -246,7 +259,7 @@ func TestCutCompleteLeavesAllOrNothing(t *testing.T) {
 		if err != nil || len(tasks) != 5 {
 			t.Fatalf("poll: %d tasks, %v", len(tasks), err)
 		}
-		err = r.cutting(func() error { return completeWithEffects(ctx, r, tasks) })
+		err = r.cutting(t, func() error { return completeWithEffects(ctx, r, tasks) })
 		c.add(err)
 		// One statement, one snapshot: a COMMIT whose reply the cut lost
 		// may still land while the test looks, and two reads could see

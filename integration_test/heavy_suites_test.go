@@ -55,7 +55,7 @@ func TestTaskpgExclusiveConformance(t *testing.T) {
 func TestTaskansiPostgresConformance(t *testing.T) {
 	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
 	b := ansiBackend(taskansi.Postgres, openPostgres)
-	b.Block = postgresBlock.ansi
+	b.Bounds, b.SharedAdmission, b.Block = true, true, postgresBlock.ansi
 	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
 	conformance.Run(t, b)
 }
@@ -86,7 +86,7 @@ func TestTaskansiPostgresConformanceThroughPgBouncer(t *testing.T) {
 		t.Cleanup(func() { db.Close() })
 		return db
 	})
-	b.Block = postgresBlock.ansi
+	b.Bounds, b.SharedAdmission, b.Block = true, true, postgresBlock.ansi
 	b.Kill, b.Unreachable = transactServers["Postgres"].ansiKill, ansiUnreachable("pgx", unreachablePostgres)
 	conformance.Run(t, b)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/conformance"
@@ -55,15 +56,31 @@ func mysqlApplicationDB(t *testing.T) *sql.DB {
 	if err := migrations.Up(ctx, adminDB, migrations.MySQL); err != nil {
 		t.Fatal(err)
 	}
+	return openMySQL(t, mysqlApplicationUser(t, testdb.MySQLAdminExec, admin, ""))
+}
+
+// mysqlApplicationUser creates a user of the test's own with the grants
+// README lists on the database of cfg, and the options of CREATE USER
+// (resource limits: WITH …) when not empty, and returns cfg for that user.
+// exec runs a statement as the server's administrator. The user is dropped
+// when t ends.
+func mysqlApplicationUser(t *testing.T, exec func(t testing.TB, statement string), cfg *mysql.Config, options string) *mysql.Config {
+	t.Helper()
 	name := "app_" + strings.ToLower(rand.Text()[:10])
 	user := "'" + name + "'@'%'"
-	testdb.MySQLAdminExec(t, "CREATE USER "+user+" IDENTIFIED BY 'app'")
-	t.Cleanup(func() { testdb.MySQLAdminExec(t, "DROP USER IF EXISTS "+user) })
+	exec(t, strings.TrimSpace("CREATE USER "+user+" IDENTIFIED BY 'app' "+options))
+	t.Cleanup(func() { exec(t, "DROP USER IF EXISTS "+user) })
 	for _, grant := range mysqlGrants {
-		testdb.MySQLAdminExec(t, strings.NewReplacer("{db}", "`"+admin.DBName+"`", "{user}", user).Replace(grant))
+		exec(t, strings.NewReplacer("{db}", "`"+cfg.DBName+"`", "{user}", user).Replace(grant))
 	}
-	cfg := admin.Clone()
+	cfg = cfg.Clone()
 	cfg.User, cfg.Passwd = name, "app"
+	return cfg
+}
+
+// openMySQL opens a handle on cfg, closed when t ends.
+func openMySQL(t *testing.T, cfg *mysql.Config) *sql.DB {
+	t.Helper()
 	db, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +185,11 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	step("Renew", err)
 	_, err = repo.Poll(ctx, db, gone, 5, term)
 	step("Poll under a term", err)
+	held, err := leader.Hold(ctx, db, term)
+	step("Hold", err)
+	if !held {
+		t.Fatalf("Hold of the current term %d reported it over", term.Number)
+	}
 	step("Concede", leader.Concede(ctx, db, term))
 	clock, ok := repo.(taskapi.Clock[Tx])
 	if !ok {
@@ -291,8 +313,16 @@ func TestTaskansiPostgresApplicationRole(t *testing.T) {
 // Each of before runs on the database first, as the owner.
 func applicationRoleURL(t *testing.T, before ...string) string {
 	t.Helper()
+	return roleURL(t, testdb.PostgresURL(t), append(before, "CREATE ROLE {role} LOGIN")...)
+}
+
+// roleURL runs statements on the database dbURL as its owner, {role} in
+// them naming a role of the test's own that one of them creates, grants
+// the role the rights README lists, and returns the URL that logs in as
+// the role. The role is dropped when t ends.
+func roleURL(t *testing.T, dbURL string, statements ...string) string {
+	t.Helper()
 	ctx := t.Context()
-	dbURL := testdb.PostgresURL(t)
 	role := "app_" + strings.ToLower(rand.Text()[:10])
 	admin, err := sql.Open("pgx", dbURL)
 	if err != nil {
@@ -312,12 +342,8 @@ func applicationRoleURL(t *testing.T, before ...string) string {
 			}
 		}
 	})
-	for _, statement := range before {
+	for _, statement := range append(statements, postgresGrants...) {
 		exec(statement)
-	}
-	exec("CREATE ROLE {role} LOGIN")
-	for _, grant := range postgresGrants {
-		exec(grant)
 	}
 	u, err := url.Parse(dbURL)
 	if err != nil {

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"database/sql"
+	"fmt"
 	"testing"
 	"time"
 
@@ -32,16 +33,27 @@ func endSession(t *testing.T, id func() (int64, error), kill func(id int64) erro
 	if err := kill(session); err != nil {
 		t.Fatalf("end session %d: %v", session, err)
 	}
+	if err := awaitSessionEnd(session, alive); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitSessionEnd returns once alive counts no session of id, or an error
+// when it cannot tell or the session still runs a minute later. It fails
+// no test itself, for the transaction functions of the tests: one whose
+// goroutine exits (t.FailNow) leaves taskansi.Transact waiting for its
+// transaction for ever.
+func awaitSessionEnd(id int64, alive func(id int64) (int, error)) error {
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		n, err := alive(session)
+		n, err := alive(id)
 		if err != nil {
-			t.Fatalf("look for session %d: %v", session, err)
+			return fmt.Errorf("look for session %d: %w", id, err)
 		}
 		if n == 0 {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("session %d still runs a minute after it was ended", session)
+			return fmt.Errorf("session %d still runs a minute after it was ended", id)
 		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -32,6 +35,8 @@ type transactServer struct {
 	lockWait []string
 	// lockCode tells the failure of lockWait, the SQLSTATE or the number.
 	lockCode string
+	// sleep is a statement that runs for twice transactBound.
+	sleep string
 }
 
 var transactServers = map[string]transactServer{
@@ -47,6 +52,7 @@ var transactServers = map[string]transactServer{
 		alive:    "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
 		lockWait: []string{"LOCK TABLE public.mine IN EXCLUSIVE MODE NOWAIT"},
 		lockCode: "55P03",
+		sleep:    fmt.Sprintf("SELECT pg_sleep(%v)", (2 * transactBound).Seconds()),
 	},
 	"MySQL": {
 		open:    func(t *testing.T) *sql.DB { return testdb.MySQL(t) },
@@ -61,6 +67,7 @@ var transactServers = map[string]transactServer{
 		alive:    "SELECT count(*) FROM information_schema.PROCESSLIST WHERE ID = ?",
 		lockWait: []string{"SET SESSION innodb_lock_wait_timeout = 1", "SELECT id FROM mine WHERE id = 2 FOR UPDATE"},
 		lockCode: "1205",
+		sleep:    fmt.Sprintf("SELECT SLEEP(%v)", (2 * transactBound).Seconds()),
 	},
 }
 
@@ -217,10 +224,224 @@ func (s transactServer) terminate(t *testing.T, db *sql.DB, tx taskansi.DB) {
 		func(id int64) (n int, err error) { err = db.QueryRowContext(ctx, s.alive, id).Scan(&n); return n, err })
 }
 
+// awaitServerEnd returns once the server has ended the session of tx, as
+// db sees from another session, or the error that kept it from seeing so
+// (see awaitSessionEnd): nothing else ends the session (the server ends
+// one that idles).
+func (s transactServer) awaitServerEnd(ctx context.Context, db *sql.DB, tx taskansi.DB) error {
+	var id int64
+	if err := tx.QueryRowContext(ctx, s.session).Scan(&id); err != nil {
+		return fmt.Errorf("read the session's id: %w", err)
+	}
+	return awaitSessionEnd(id, func(id int64) (n int, err error) { err = db.QueryRowContext(ctx, s.alive, id).Scan(&n); return n, err })
+}
+
 // hasCode reports whether err holds a database error with code: a
 // SQLSTATE, or a MySQL error number.
 func hasCode(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	var myErr *mysql.MySQLError
 	return errors.As(err, &pgErr) && pgErr.Code == code || errors.As(err, &myErr) && fmt.Sprint(myErr.Number) == code
+}
+
+// transactBound is the bound of the transactions of the tests of
+// taskapi.Bounded: far longer than a round trip, also on a busy machine,
+// and short enough to wait for.
+const transactBound = 300 * time.Millisecond
+
+// transactOpens returns how to open a fresh database on each server on
+// which taskansi.Transact's answers about its pool and its bounds are
+// tested: those of transactServers, and SQLite.
+func transactOpens() map[string]func(t *testing.T) *sql.DB {
+	opens := map[string]func(t *testing.T) *sql.DB{"SQLite": func(t *testing.T) *sql.DB { return testdb.SQLite(t) }}
+	for name, s := range transactServers {
+		opens[name] = s.open
+	}
+	return opens
+}
+
+// holdConns takes n connections of db and holds them until t ends.
+func holdConns(t *testing.T, db *sql.DB, n int) []*sql.Conn {
+	t.Helper()
+	held := make([]*sql.Conn, n)
+	for i := range held {
+		conn, err := db.Conn(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		held[i] = conn
+	}
+	return held
+}
+
+// TestTaskansiTransactAnswersPoolSize checks that taskansi.Transact answers
+// taskapi.PoolSize with the limit that SetMaxOpenConns gave its handle, 0
+// without a limit, at once: also while every connection is in use, without
+// waiting for one.
+func TestTaskansiTransactAnswersPoolSize(t *testing.T) {
+	t.Parallel()
+	for name, open := range transactOpens() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			transact := taskansi.Transact(db, nil)
+			if got, want := taskapi.PoolSize(t.Context(), transact), db.Stats().MaxOpenConnections; got != want {
+				t.Errorf("PoolSize of a handle as opened = %d, want its MaxOpenConnections, %d", got, want)
+			}
+			db.SetMaxOpenConns(0)
+			if got := taskapi.PoolSize(t.Context(), transact); got != 0 {
+				t.Errorf("PoolSize without a limit = %d, want 0", got)
+			}
+			db.SetMaxOpenConns(2)
+			holdConns(t, db, 2)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a wait for a connection ends here
+			defer cancel()
+			if got := taskapi.PoolSize(ctx, transact); got != 2 {
+				t.Errorf("PoolSize of a handle of 2 connections, both in use = %d, want 2", got)
+			}
+		})
+	}
+}
+
+// TestTaskansiTransactOfABoundedContext checks that a transaction that
+// taskansi.Transact begins on PostgreSQL on a context marked
+// taskapi.Bounded is bounded on the server (see wantBounded), and that the
+// same statement and idling pass on an unmarked context; on MySQL and
+// SQLite the mark is ignored and they pass under it too.
+func TestTaskansiTransactOfABoundedContext(t *testing.T) {
+	t.Parallel()
+	for name, open := range transactOpens() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			s := transactServers[name] // none for SQLite, which has no statement that sleeps
+			transact := taskansi.Transact(db, nil)
+			if name != "Postgres" {
+				wantUnbounded(t, taskapi.Bounded(t.Context(), transactBound), transact, s.sleep)
+				return
+			}
+			wantBounded(t, s, db, transact)
+			wantUnbounded(t, t.Context(), transact, s.sleep)
+		})
+	}
+}
+
+// wantBounded checks that transact, on db of PostgreSQL server s, bounds on
+// the server a transaction begun on a context marked taskapi.Bounded. A
+// statement of the function's own longer than the bound is stopped
+// (SQLSTATE 57014), which Transact leaves the caller's failure, with no
+// sentinel, as its documentation says. A function that idles longer than
+// the bound finds its session ended by the server (25P03),
+// taskapi.ErrUnavailable.
+func wantBounded(t *testing.T, s transactServer, db *sql.DB, transact func(ctx context.Context, fn func(tx taskansi.DB) error) error) {
+	t.Helper()
+	ctx := t.Context()
+	bounded := taskapi.Bounded(ctx, transactBound)
+	err := transact(bounded, func(tx taskansi.DB) error { _, err := tx.ExecContext(ctx, s.sleep); return err })
+	if !hasCode(err, "57014") {
+		t.Errorf("a statement longer than the bound: error %v, want SQLSTATE 57014 in the chain", err)
+	}
+	wantOnlySentinels(t, "a statement longer than the bound", err)
+	err = transact(bounded, func(tx taskansi.DB) error {
+		if err := s.awaitServerEnd(ctx, db, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "SELECT 1")
+		return err
+	})
+	wantRefused("25P03")(t, "a statement after idling longer than the bound", err)
+}
+
+// wantUnbounded fails t unless transact, on ctx, runs a function whose
+// statement sleep (none when empty) runs for twice transactBound and which
+// then idles as long before its next statement: no bound applies.
+func wantUnbounded(t *testing.T, ctx context.Context, transact func(ctx context.Context, fn func(tx taskansi.DB) error) error, sleep string) {
+	t.Helper()
+	err := transact(ctx, func(tx taskansi.DB) error {
+		if sleep != "" {
+			if _, err := tx.ExecContext(ctx, sleep); err != nil {
+				return err
+			}
+		}
+		time.Sleep(2 * transactBound)
+		_, err := tx.ExecContext(ctx, "SELECT 1")
+		return err
+	})
+	if err != nil {
+		t.Errorf("a long statement and idling without a bound: %v", err)
+	}
+}
+
+// TestTaskansiTransactSaysThePoolIsExhausted holds both connections of a
+// handle limited to two (SetMaxOpenConns) and checks that
+// taskansi.Transact, whose context ends while it waits for a connection,
+// says that the pool was exhausted, with its size, and keeps the
+// context's error; a context that ended while a connection was free says
+// nothing of the kind.
+func TestTaskansiTransactSaysThePoolIsExhausted(t *testing.T) {
+	t.Parallel()
+	for name, open := range transactOpens() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, db := t.Context(), open(t)
+			db.SetMaxOpenConns(2)
+			held := holdConns(t, db, 2)
+			fn := func(taskansi.DB) error { t.Error("fn ran without a connection of its own"); return nil }
+			wait, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			const want = "pool exhausted: all 2 connections of the pool were in use"
+			if err := taskansi.Transact(db, nil)(wait, fn); !strings.Contains(fmt.Sprint(err), want) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("a begin on an exhausted pool: error %v, want %q and %v", err, want, context.DeadlineExceeded)
+			}
+			held[0].Close()
+			cancelled, stop := context.WithCancel(ctx)
+			stop()
+			if err := taskansi.Transact(db, nil)(cancelled, fn); !errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "pool exhausted") {
+				t.Errorf("a begin with a cancelled context and a free connection: error %v, want %v and no word of an exhausted pool", err, context.Canceled)
+			}
+		})
+	}
+}
+
+// TestTaskansiTransactRollsBackAFunctionThatEndsItsGoroutine runs a
+// transaction whose function ends its goroutine (runtime.Goexit, as a
+// test's FailNow does) after a write: the transaction is rolled back and
+// its connection given back, so that the write is gone and the handle's
+// connections are free again.
+func TestTaskansiTransactRollsBackAFunctionThatEndsItsGoroutine(t *testing.T) {
+	t.Parallel()
+	for name, open := range transactOpens() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx, db := t.Context(), open(t)
+			db.SetMaxOpenConns(2)
+			if _, err := db.ExecContext(ctx, "CREATE TABLE mine (id int)"); err != nil {
+				t.Fatal(err)
+			}
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				_ = taskansi.Transact(db, nil)(ctx, func(tx taskansi.DB) error {
+					if _, err := tx.ExecContext(ctx, "INSERT INTO mine VALUES (1)"); err != nil {
+						return err
+					}
+					runtime.Goexit()
+					return nil
+				})
+			}()
+			<-ended
+			deadline := time.Now().Add(time.Minute)
+			for db.Stats().InUse > 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the connection of the transaction was never given back")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM mine").Scan(&n); err != nil || n != 0 {
+				t.Errorf("the function's write: %d rows (%v), want none", n, err)
+			}
+		})
+	}
 }

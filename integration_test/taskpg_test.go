@@ -30,9 +30,11 @@ func pgBackend(opts ...taskpg.Option) conformance.Backend[taskpg.DB] {
 			}
 			return tx, end, nil
 		},
-		Block:       postgresBlock.pg,
-		Kill:        pgKill,
-		Unreachable: pgUnreachable,
+		Bounds:          true,
+		SharedAdmission: true,
+		Block:           postgresBlock.pg,
+		Kill:            pgKill,
+		Unreachable:     pgUnreachable,
 	}
 }
 

@@ -66,6 +66,21 @@ type dialect struct {
 	// limits that read a topic's tasks by state and identifier read
 	// task_keyed where the planner would walk another index (MySQL).
 	keyedIndex string
+	// keyedRanges: the statements of a poll under limits read the keyed
+	// index by ranges of (identifier, state) in the index's order (see
+	// keyedTokens), so that no other index serves them (PostgreSQL).
+	keyedRanges bool
+	// dueOf ({due:r}) is the condition that a Ready task r is due in an
+	// identifier's candidates (see limitsBranch). On PostgreSQL it is
+	// written with coalesce, which no partial index's predicate matches:
+	// "not_before IS NULL OR ..." let the planner, without statistics,
+	// read the whole ready and deferred indexes by a BitmapOr for each
+	// identifier (7,956 pages for a poll of 5), rather than the keyed
+	// index's range of the identifier.
+	dueOf string
+	// limitedPlans: a poll under limits runs with bitmap scans and JIT
+	// off (PostgreSQL; see plannedLimits).
+	limitedPlans bool
 	// groupedKeys: the identifiers of a topic's Ready tasks are read by
 	// GROUP BY, which the dialect reads by a loose index scan (MySQL; see
 	// limitsGroups), rather than by a recursive loose scan.
@@ -157,6 +172,11 @@ var dialects = map[Dialect]*dialect{
 		refresh:       `SELECT {analyze}(CAST(ARRAY[{list}] AS text[]))`,
 		afterConflict: "the transaction is aborted: roll it back and run it again",
 		admission:     admitFunction,
+		// Polls under limits read the keyed index by its ranges (see
+		// dueOf, keyedRanges and limitedPlans).
+		dueOf:        `coalesce(r.not_before, '-infinity') <= {now}`,
+		keyedRanges:  true,
+		limitedPlans: true,
 	},
 	SQLite: {
 		admission:  admitAlone,
@@ -177,6 +197,7 @@ var dialects = map[Dialect]*dialect{
 		// The statement failed, the transaction goes on, but another
 		// holds the write lock.
 		afterConflict: "roll the transaction back and run it again",
+		dueOf:         `(r.not_before IS NULL OR r.not_before <= {now})`,
 	},
 	MySQL: {
 		name:           "mysql",
@@ -190,6 +211,7 @@ var dialects = map[Dialect]*dialect{
 		dueIndex:       " FORCE INDEX (task_due)",
 		keyedIndex:     " FORCE INDEX (task_keyed)",
 		groupedKeys:    true,
+		dueOf:          `(r.not_before IS NULL OR r.not_before <= {now})`,
 		deleteFrom:     "t FROM {task} AS t FORCE INDEX (PRIMARY)", // a DELETE of one table takes no index hint
 		insert:         "INSERT IGNORE INTO",
 		locks:          lockRows,

@@ -74,8 +74,21 @@
 // statement, and it keeps the row from changing until the transaction ends
 // (FOR SHARE, LOCK IN SHARE MODE), so that a Lead that takes the topic
 // over waits for it. SQLite needs no lock: a poll holds the write lock,
-// for which every Lead waits. Now reads the database's clock (on SQLite
-// the process's, as every write there).
+// for which every Lead waits. Hold, the check that ends a transaction
+// settling the work of a term, keeps the term so in the caller's
+// transaction: on MySQL with the same shared lock of the row, which InnoDB
+// queues behind a writer that waits for the row, so that transactions
+// holding a term in overlapping turns keep Renew and Lead waiting for those
+// before them only; on SQLite by the write lock, which it takes first; on
+// PostgreSQL by taskpg's term lock, a transaction-level advisory lock on
+// the topic that Hold takes shared, and a Lead that takes a term over, and
+// Destroy, exclusively, since PostgreSQL lets a new share lock of a row
+// pass an UPDATE that waits for the row (Renew and Concede take no term
+// lock). On a *sql.DB Hold only reads the term. Hold reads the latest
+// commits under READ COMMITTED; in a REPEATABLE READ transaction of
+// PostgreSQL it reads the transaction's snapshot, which does not show a
+// term conceded and taken over after the snapshot was taken. Now reads the
+// database's clock (on SQLite the process's, as every write there).
 //
 // # Schedules
 //
@@ -172,15 +185,17 @@
 // database does. Deadlocks, serialization failures, lock wait timeouts and
 // SQLITE_BUSY are taskapi.ErrConflict; a call that ran in a transaction of
 // its own retries them a few times first. A connection that could not be
-// made or broke, a session the server ended and a statement it stopped are
-// taskapi.ErrUnavailable, never retried; a call whose context ended
+// made or broke, a session the server ended (also for idling), a statement
+// it stopped (a statement timeout) and a refusal to serve (too many
+// connections, a write on a read-only server or in a read-only transaction)
+// are taskapi.ErrUnavailable, never retried; a call whose context ended
 // reports the context's error instead. go-sql-driver reports the first
 // failure of a connection that broke as "invalid connection", with neither
 // a number nor a type: that failure comes as it is, and the next statement
-// on the connection fails with driver.ErrBadConn, ErrUnavailable.
-// Transact adds the same sentinels to the errors of the caller's function,
-// and ErrUnavailable when the rollback after it fails or the driver says
-// the transaction's connection is closed.
+// on the connection fails with driver.ErrBadConn, ErrUnavailable. Transact
+// adds the same sentinels to the errors of the caller's function, and
+// ErrUnavailable when the rollback after it fails or the driver says the
+// transaction's connection is closed.
 //
 // # Concurrency
 //

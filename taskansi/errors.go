@@ -18,15 +18,33 @@ const (
 	mysqlLockWaitTimeout    = 1205 // ER_LOCK_WAIT_TIMEOUT
 	mysqlDeadlock           = 1213 // ER_LOCK_DEADLOCK
 	mysqlNoSavepoint        = 1305 // ER_SP_DOES_NOT_EXIST: also a savepoint that does not exist
+	mariadbStatementTimeout = 1969 // ER_STATEMENT_TIMEOUT: max_statement_time
+	mysqlQueryTimeout       = 3024 // ER_QUERY_TIMEOUT: max_execution_time
 )
 
 // mysqlUnavailable holds the MySQL and MariaDB error numbers that say the
-// server cannot serve the call or ended it: ER_CON_COUNT_ERROR (1040, too
-// many connections), ER_SERVER_SHUTDOWN (1053), ER_QUERY_INTERRUPTED (1317,
-// KILL QUERY), ER_CONNECTION_KILLED (1927, MariaDB's KILL),
-// CR_SERVER_GONE_ERROR (2006), CR_SERVER_LOST (2013) and
-// ER_QUERY_TIMEOUT (3024, max_execution_time).
-var mysqlUnavailable = map[uint16]bool{1040: true, 1053: true, 1317: true, 1927: true, 2006: true, 2013: true, 3024: true}
+// server cannot serve the call or ended it:
+//   - connections refused: ER_CON_COUNT_ERROR (1040, max_connections),
+//     ER_TOO_MANY_USER_CONNECTIONS (1203, max_user_connections),
+//     ER_USER_LIMIT_REACHED (1226, a user's MAX_USER_CONNECTIONS or hourly
+//     limits);
+//   - writes refused: ER_OPTION_PREVENTS_STATEMENT (1290, as read_only
+//     answers; no other option that answers it concerns taskrepo's
+//     statements), ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION (1792),
+//     ER_OPEN_AS_READONLY (1036, as innodb_read_only answers);
+//   - sessions and statements ended: ER_SERVER_SHUTDOWN (1053),
+//     ER_QUERY_INTERRUPTED (1317, KILL QUERY), ER_CONNECTION_KILLED (1927,
+//     MariaDB's KILL), CR_SERVER_GONE_ERROR (2006), CR_SERVER_LOST (2013),
+//     ER_CLIENT_INTERACTION_TIMEOUT (4031, MySQL's wait_timeout);
+//   - statement timeouts, the class of PostgreSQL's 57014: ER_QUERY_TIMEOUT
+//     (3024, MySQL's max_execution_time), ER_STATEMENT_TIMEOUT (1969,
+//     MariaDB's max_statement_time).
+var mysqlUnavailable = map[uint16]bool{
+	1040: true, 1203: true, 1226: true,
+	1290: true, 1792: true, 1036: true,
+	1053: true, 1317: true, 1927: true, 2006: true, 2013: true, 4031: true,
+	3024: true, 1969: true,
+}
 
 // mapError maps the errors of the databases that have a meaning in taskapi to
 // its sentinels, keeping the driver's error in the chain. It knows the
@@ -78,6 +96,18 @@ func classify(err error) error {
 		return taskapi.ErrUnavailable
 	}
 	return nil
+}
+
+// statementTimeout reports whether err is a statement that the server's
+// statement timeout stopped: PostgreSQL's 57014 (statement_timeout),
+// MariaDB's 1969 (max_statement_time), MySQL's 3024 (max_execution_time).
+func statementTimeout(err error) bool {
+	var pgErr interface{ SQLState() string }
+	if errors.As(err, &pgErr) {
+		return pgErr.SQLState() == "57014"
+	}
+	n := mysqlNumber(err)
+	return n == mariadbStatementTimeout || n == mysqlQueryTimeout
 }
 
 // mysqlNumber returns the error number of a go-sql-driver MySQLError in

@@ -72,7 +72,7 @@ func TestUTCTimeScansEveryForm(t *testing.T) {
 
 type sqlStateError string
 
-func (e sqlStateError) Error() string    { return "pgx" }
+func (e sqlStateError) Error() string    { return "pgx: SQLSTATE " + string(e) }
 func (e sqlStateError) SQLState() string { return string(e) }
 
 // MySQLError has the shape of go-sql-driver's error, whose number no method
@@ -82,7 +82,7 @@ type MySQLError struct {
 	Message string
 }
 
-func (e *MySQLError) Error() string { return e.Message }
+func (e *MySQLError) Error() string { return fmt.Sprintf("Error %d: %s", e.Number, e.Message) }
 
 type codeError int
 
@@ -130,10 +130,14 @@ func TestMapErrorUnavailable(t *testing.T) {
 	for _, err := range []error{
 		sqlStateError("08000"), sqlStateError("08006"), sqlStateError("08P01"),
 		sqlStateError("57P01"), sqlStateError("57P02"), sqlStateError("57P03"),
-		sqlStateError("53300"), sqlStateError("57014"),
+		sqlStateError("53300"), sqlStateError("57014"), sqlStateError("57P05"),
+		sqlStateError("25006"), sqlStateError("25P03"),
 		&MySQLError{Number: 1040}, &MySQLError{Number: 1053}, &MySQLError{Number: 1317},
 		&MySQLError{Number: 1927}, &MySQLError{Number: 2006}, &MySQLError{Number: 2013},
-		&MySQLError{Number: 3024},
+		&MySQLError{Number: 3024}, &MySQLError{Number: 1969}, // the statement timeouts of MySQL and MariaDB
+		&MySQLError{Number: 1290}, &MySQLError{Number: 1792}, // read_only, a read-only transaction
+		&MySQLError{Number: 1036}, &MySQLError{Number: 4031}, // innodb_read_only, MySQL's wait_timeout
+		&MySQLError{Number: 1203}, &MySQLError{Number: 1226}, // the connections of a user
 		fmt.Errorf("in a savepoint: %w", &MySQLError{Number: 1927}),
 		reset, dial, fmt.Errorf("failed to connect: %w", dial),
 		fmt.Errorf("failed to receive message: %w", io.ErrUnexpectedEOF),
@@ -164,7 +168,8 @@ func TestMapErrorUnavailable(t *testing.T) {
 	for _, err := range []error{
 		fmt.Errorf("%w (the server stopped the statement: %w)", context.Canceled, sqlStateError("57014")),
 		fmt.Errorf("%w: %w", context.DeadlineExceeded, reset),
-		&MySQLError{Number: 1062}, sqlStateError("28P01"), codeError(10), // SQLITE_IOERR
+		&MySQLError{Number: 1062}, &MySQLError{Number: 1142}, &MySQLError{Number: 1044}, // access denied
+		sqlStateError("28P01"), sqlStateError("25P02"), sqlStateError("42501"), codeError(10), // SQLITE_IOERR
 	} {
 		if got := mapError(err); got != err {
 			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)

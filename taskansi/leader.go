@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/lockkey"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -19,7 +20,11 @@ var _ taskapi.Leader[DB] = (*Repository)(nil)
 // turns, and each sees the one before. On SQLite, one writer at a time,
 // the statement runs after the write lock is taken, with the time of the
 // process taken then. A term is current while expires > {now}; ending it
-// sets expires to {now}, so that the next statement finds it over.
+// sets expires to {now}, so that the next statement finds it over. A Lead
+// that takes a term over waits for the transactions that hold it (Hold):
+// on PostgreSQL for the topic's term lock first (see takeOverLock in
+// term.go), elsewhere for the row's lock or the write lock, as it does for
+// the polls under the term.
 //
 // leadTerm inserts the topic's first term (number 1), takes over a term that
 // is over (the next number), or keeps the caller's own current term as it
@@ -31,6 +36,12 @@ var _ taskapi.Leader[DB] = (*Repository)(nil)
 // then reads the row that the statement locked, in the same transaction.
 // Arguments: the owner, later(ttl), the topic, then now for every {now}.
 var leadTerm = map[string]string{
+	// A take-over needs the topic's term lock, which takeOverLock took
+	// unless the term ran out between the two statements: having locked
+	// the row, the statement only tries it (see errOverStill), for a wait
+	// there could close a circle with another Lead that holds the term
+	// lock and waits for the row. Two more arguments: the lock's space and
+	// key.
 	"postgres": `
 INSERT INTO {leader} AS l (topic, owner, term, expires)
 SELECT topic, ?, 1, {later} FROM {topic} WHERE topic = ? FOR KEY SHARE
@@ -38,7 +49,8 @@ ON CONFLICT (topic) DO UPDATE
 SET owner = excluded.owner,
     term = CASE WHEN l.expires <= {now} THEN l.term + 1 ELSE l.term END,
     expires = CASE WHEN l.expires <= {now} THEN excluded.expires ELSE l.expires END
-WHERE l.expires <= {now} OR l.owner = excluded.owner
+WHERE CASE WHEN l.expires <= {now} THEN pg_try_advisory_xact_lock(CAST(? AS integer), CAST(? AS integer))
+           ELSE l.owner = excluded.owner END
 RETURNING owner, term, expires, {now}`,
 	"sqlite": `
 INSERT INTO {leader} AS l (topic, owner, term, expires)
@@ -122,8 +134,17 @@ func (r *Repository) leaseUnit(ctx context.Context, db DB, fn func(tx DB) error)
 }
 
 // leadAttempts bounds how often Lead on MySQL decides again when this
-// owner's term ran out between the decision and the read of its row.
+// owner's term ran out between the decision and the read of its row, and
+// on PostgreSQL when the decision found a term over but could not take it
+// over (see errOverStill).
 const leadAttempts = 3
+
+// errOverStill reports a decision on PostgreSQL that found the term over
+// and could not take it over: the term ran out after takeOverLock, which
+// so took no lock, and transactions hold it (see leadTerm). The decision's
+// transaction or savepoint is rolled back, with the lock of the row it
+// took, and Lead decides again, waiting for the term lock first.
+var errOverStill = errors.New("the term is over but was not taken over")
 
 // Lead makes this owner the leader of topic for ttl when no term is current,
 // with the next number; returns its current term unchanged when it leads
@@ -137,11 +158,24 @@ func (r *Repository) Lead(ctx context.Context, db DB, topic string, ttl time.Dur
 		term taskapi.Term
 		ok   bool
 	)
+	unit := r.leaseUnit
+	if r.dialect.locks == advisoryLocks {
+		unit = r.atomic // a savepoint in a caller's transaction, for errOverStill
+	}
 	err := r.retrying(ctx, db, func(db DB) error {
-		return r.leaseUnit(ctx, db, func(tx DB) (err error) {
-			term, ok, err = r.lead(ctx, tx, topic, ttl)
-			return err
-		})
+		for range leadAttempts {
+			err := unit(ctx, db, func(tx DB) (err error) {
+				term, ok, err = r.lead(ctx, tx, topic, ttl)
+				return err
+			})
+			if !errors.Is(err, errOverStill) {
+				return err
+			}
+		}
+		// Each decision after the first waited for the term lock, which
+		// holders of the term could no longer take: only a clock that went
+		// back keeps the term over and not taken over. Report it as found.
+		return nil
 	})
 	if err != nil {
 		return taskapi.Term{}, false, wrapf(err, "lead topic %q", topic)
@@ -151,19 +185,34 @@ func (r *Repository) Lead(ctx context.Context, db DB, topic string, ttl time.Dur
 
 // lead decides on the leadership of topic in tx. Where the dialect returns
 // rows, one statement decides and returns the term it leaves, unless
-// another owner's term is current, which a second statement reads. On
-// MySQL the decision is followed by the read of the row it locked; should
-// this owner's term have run out in between (a ttl shorter than the pause
-// between the statements), it decides again, a few times at most.
+// another owner's term is current, which a second statement reads; on
+// PostgreSQL after takeOverLock, and with errOverStill when the term read
+// is over. On MySQL the decision is followed by the read of the row it
+// locked; should this owner's term have run out in between (a ttl shorter
+// than the pause between the statements), it decides again, a few times at
+// most.
 func (r *Repository) lead(ctx context.Context, tx DB, topic string, ttl time.Duration) (taskapi.Term, bool, error) {
 	query := r.fleetSQL(leadTerm[r.dialect.name])
 	args := []any{r.owner, later(ttl), topic, now{}, now{}, now{}, now{}} // {now} four times on SQLite
+	if r.dialect.locks == advisoryLocks {
+		space, key := int64(lockkey.TermSpace), int64(r.termKey(topic))
+		rows, err := tx.QueryContext(ctx, r.fleetSQL(takeOverLock), r.args(space, key, topic, now{})...)
+		if err == nil {
+			err = drain(rows)
+		}
+		if err != nil {
+			return taskapi.Term{}, false, err
+		}
+		args = append(args, space, key)
+	}
 	if r.dialect.returning {
 		term, found, err := scanTerm(tx.QueryRowContext(ctx, query, r.leaseArgs(args...)...), topic)
 		if err != nil || found {
 			return term, found, foreignTopic(err)
 		}
-		term, err = r.mustReadTerm(ctx, tx, topic)
+		if term, err = r.mustReadTerm(ctx, tx, topic); err == nil && term.Left == 0 && r.dialect.locks == advisoryLocks {
+			err = errOverStill
+		}
 		return term, false, err
 	}
 	var term taskapi.Term
@@ -262,6 +311,25 @@ func (r *Repository) Concede(ctx context.Context, db DB, term taskapi.Term) erro
 		return wrapf(err, "concede term %d of %q", term.Number, term.Topic)
 	}
 	return nil
+}
+
+// Hold reports whether term is current, and inside a caller's transaction
+// keeps it so until the transaction ends, as the dialect does (see
+// holdLock). On a *sql.DB, or a *sql.Conn outside a transaction, it only
+// reads.
+func (r *Repository) Hold(ctx context.Context, db DB, term taskapi.Term) (bool, error) {
+	if err := check.Hold(r.owner, term); err != nil {
+		return false, wrapf(err, "hold term %d of %q", term.Number, term.Topic)
+	}
+	var held bool
+	err := r.retrying(ctx, db, func(db DB) (err error) {
+		held, err = r.hold(ctx, db, term)
+		return err
+	})
+	if err != nil {
+		return false, wrapf(err, "hold term %d of %q", term.Number, term.Topic)
+	}
+	return held, nil
 }
 
 // scanTerm scans a term of topic (owner, number, end, and the moment of the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -72,15 +73,19 @@ SELECT '%s', 'old-' || g, 'in', %s FROM generate_series(1, %d) AS g`, topic, col
 			}
 		}
 		for _, order := range []taskapi.Order{taskapi.FIFO, taskapi.LIFO} {
-			for _, condition := range []taskapi.Condition{taskapi.Unconditional, taskapi.SingularByIdentifierSuspendUntilSuccess} {
+			for _, p := range planPolls {
+				p.Order = order
 				pages := map[string]int64{}
 				for topic := range planTopics {
-					pages[topic] = pollPages(t, db, repo, topic, order, condition)
+					pages[topic] = pollPages(t, db, repo, topic, p)
 				}
-				what := fmt.Sprintf("statistics %s, poll %v %v", statistics, order, condition)
+				what := fmt.Sprintf("statistics %s, poll %v %v", statistics, order, p.Condition)
+				if p.AwaitRevival {
+					what += " " + taskapi.AwaitRevival{}.String()
+				}
 				t.Logf("%s: pages %v", what, pages)
 				baseline := "alone"
-				if condition != taskapi.Unconditional {
+				if p.Condition != taskapi.Unconditional {
 					baseline = "finished"
 				}
 				if pages["waiting"] > pages[baseline]+planSlack {
@@ -180,18 +185,29 @@ END $$`); err != nil {
 	return db, repo
 }
 
-// pollPages returns the pages that the candidates of a poll of planBatch
-// tasks of topic touch, failing t unless it found a whole batch.
-func pollPages(t *testing.T, db *sql.DB, repo *Repository, topic string, order taskapi.Order, condition taskapi.Condition) int64 {
+// planPolls are the polls measured, in either order: unconditional, under
+// the condition with the most blocking states, and under
+// SingularByIdentifier awaiting revival, whose Expired comes as a
+// parameter of the same statement.
+var planPolls = []check.Polling{
+	{Condition: taskapi.Unconditional},
+	{Condition: taskapi.SingularByIdentifierSuspendUntilSuccess},
+	{Condition: taskapi.SingularByIdentifier, AwaitRevival: true},
+}
+
+// pollPages returns the pages that the candidates of the poll p of
+// planBatch tasks of topic touch, with the arguments Poll gives them,
+// failing t unless it found a whole batch.
+func pollPages(t *testing.T, db *sql.DB, repo *Repository, topic string, p check.Polling) int64 {
 	t.Helper()
 	ctx := t.Context()
 	conditional := 0
 	var blocking []any
-	if condition != taskapi.Unconditional {
+	if states := p.Blocking(); states != nil {
 		conditional = 1
-		blocking = appendArgs(nil, ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))...)
+		blocking = appendArgs(nil, ordinals(states)...)
 	}
-	query := repo.expand(testdb.ExplainPrefix+repo.q.poll[order][conditional], "{list}", marks(len(blocking)))
+	query := repo.expand(testdb.ExplainPrefix+repo.q.poll[p.Order][conditional], "{list}", marks(len(blocking)))
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

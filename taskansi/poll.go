@@ -32,9 +32,9 @@ func (r *Repository) Poll(ctx context.Context, db DB, topic string, size int, op
 	}
 	var tasks []taskapi.Task
 	err = r.retrying(ctx, db, func(db DB) error {
-		points := r.pointLocks(db)
+		points, caller := r.pointLocks(db), inside(db)
 		err := r.atomic(ctx, db, func(tx DB) (err error) {
-			tasks, err = r.poll(ctx, tx, topic, size, p, points)
+			tasks, err = r.poll(ctx, tx, topic, size, p, points, caller)
 			return err
 		})
 		if err == nil && len(tasks) == 0 {
@@ -60,13 +60,15 @@ func (r *Repository) PollOne(ctx context.Context, db DB, topic string, opts ...t
 	return taskapi.PollOne[DB](ctx, r, db, topic, opts...)
 }
 
-// poll polls in tx. It reads the topic's limits first; a conditional poll,
-// and on MySQL a poll of a topic with limits, takes the dialect's lock on
-// the topic, so that the polls that count (conditions, limits) take turns.
-// On SQLite the write lock serializes every poll, and on PostgreSQL the
-// trigger of a limited topic's partition takes its own lock (migration
-// 00011).
-func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p check.Polling, points bool) ([]taskapi.Task, error) {
+// poll polls in tx, the caller's transaction where caller is set. It reads
+// the topic's limits first; a conditional poll, and on MySQL a poll of a
+// topic with limits, takes the dialect's lock on the topic, so that the
+// polls that count (conditions, limits) take turns. On SQLite the write
+// lock serializes every poll, and on PostgreSQL the trigger of a limited
+// topic's partition takes its own lock (migration 00011). A poll under
+// limits runs its statements with the planner's settings of
+// plannedLimits.
+func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p check.Polling, points, caller bool) ([]taskapi.Task, error) {
 	if p.Term != nil {
 		if current, err := r.underTerm(ctx, tx, *p.Term); err != nil || !current {
 			return nil, err
@@ -83,20 +85,38 @@ func (r *Repository) poll(ctx context.Context, tx DB, topic string, size int, p 
 		r.limited.Delete(topic)
 	}
 	var blocking []any
-	if p.Condition != taskapi.Unconditional {
-		blocking = appendArgs(nil, ordinals(append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...))...)
+	if states := p.Blocking(); states != nil {
+		blocking = appendArgs(nil, ordinals(states)...)
 	}
 	if blocking != nil || (limited && r.dialect.locks == lockRows) {
 		if err := r.lockPolls(ctx, tx, topic); err != nil {
 			return nil, err
 		}
 	}
-	var tasks []taskapi.Task
-	if limited {
-		tasks, err = r.pollLimited(ctx, tx, topic, size, p, blocking, limits, points)
-	} else {
-		tasks, err = r.pollPlain(ctx, tx, topic, size, p.Order, blocking, points)
+	if !limited {
+		return r.take(ctx, tx, topic, func() ([]taskapi.Task, error) {
+			return r.pollPlain(ctx, tx, topic, size, p.Order, blocking, points)
+		})
 	}
+	restore, err := r.plannedLimits(ctx, tx, caller)
+	if err == nil {
+		limits, err = r.countedLimits(ctx, tx, topic, limits)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := r.take(ctx, tx, topic, func() ([]taskapi.Task, error) {
+		return r.pollLimited(ctx, tx, topic, size, p, blocking, limits, points)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tasks, restore()
+}
+
+// take marks the candidates that locked returns (see mark).
+func (r *Repository) take(ctx context.Context, tx DB, topic string, locked func() ([]taskapi.Task, error)) ([]taskapi.Task, error) {
+	tasks, err := locked()
 	if err != nil || len(tasks) == 0 {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/lockkey"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -20,7 +21,11 @@ func (r *Repository) Initialize(ctx context.Context, db DB, topic string) (bool,
 
 // Destroy drops topic with all its tasks and the marks of its schedules,
 // and reports whether the topic existed. The marks go first, in a
-// transaction of its own (see atomic) that deletes the topic next.
+// transaction of its own (see atomic) that deletes the topic next. It ends
+// the topic's term, so it waits for the transactions that hold the term
+// (see Hold), as a Lead that takes a term over does: on PostgreSQL it takes
+// the topic's term lock exclusively first; elsewhere the delete of the
+// term's row, or the write lock, waits for them.
 func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, error) {
 	if err := check.Topic(topic); err != nil {
 		return false, wrapf(err, "destroy topic %q", topic)
@@ -28,6 +33,12 @@ func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, er
 	var n int64
 	err := r.retrying(ctx, db, func(db DB) error {
 		return r.atomic(ctx, db, func(tx DB) (err error) {
+			if r.dialect.locks == advisoryLocks {
+				space, key := int64(lockkey.TermSpace), int64(r.termKey(topic))
+				if _, err = tx.ExecContext(ctx, r.expand(r.q.advisoryExclusive), space, key); err != nil {
+					return err
+				}
+			}
 			if _, err = tx.ExecContext(ctx, r.expand(r.q.destroyMarks), topic); err == nil {
 				n, err = affected(tx.ExecContext(ctx, r.expand(r.q.destroy), topic))
 			}

@@ -6,7 +6,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 
+	"github.com/taskrepo/taskrepo/internal/bound"
 	"github.com/taskrepo/taskrepo/internal/fault"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -23,25 +26,92 @@ import (
 // When fn fails, the error keeps fn's error in its chain, so that
 // errors.Is finds fn's own sentinels, and adds taskapi.ErrConflict or
 // taskapi.ErrUnavailable when fn's error is a failure of the database of
-// that class (a statement of the caller's own that met a deadlock, or a
-// killed session), and taskapi.ErrUnavailable when the rollback failed: the
-// connection broke. Other failures of the database (a unique violation on
-// the caller's own table, say) stay the caller's, with no sentinel. A
+// that class (a statement of the caller's own that met a deadlock, a
+// killed session, one the server ended for idling, a write that a
+// read-only server refused), and taskapi.ErrUnavailable when the rollback
+// failed: the connection broke. Other failures of the database (a unique
+// violation on the caller's own table, or a statement of the caller's own
+// that the server's statement timeout stopped: PostgreSQL's 57014,
+// MariaDB's 1969, MySQL's 3024) stay the caller's, with no sentinel. A
 // begin or commit that fails is reported the same way: one that the
 // database refuses for a concurrent transaction (SQLite BUSY, a MySQL
 // deadlock) is taskapi.ErrConflict, so that the caller may run fn again; a
 // commit that is ErrUnavailable may have committed. The transaction runs on
 // a connection held for it (db.Conn), so that a connection that broke is
-// seen also where the driver's error does not tell.
+// seen also where the driver's error does not tell. When ctx is
+// taskapi.Bounded and db's driver is PostgreSQL's (postgresDrivers), the
+// transaction is bounded on the server from its start. db answers
+// taskapi.PoolSize with its MaxOpenConnections (0: no limit), and a wait
+// for one of its connections that ctx ended while every one was in use
+// says that the pool was exhausted.
 func Transact(db *sql.DB, opts *sql.TxOptions) func(ctx context.Context, fn func(tx DB) error) error {
+	bounds := boundsServer(db)
 	return func(ctx context.Context, fn func(tx DB) error) error {
+		if taskapi.AnswerPoolSize(ctx, db.Stats().MaxOpenConnections) {
+			return nil
+		}
+		full := poolFull(db)
 		conn, tx, err := begin(ctx, db, opts)
+		if err == nil && bounds {
+			err = boundTx(ctx, conn, tx)
+		}
 		if err != nil {
-			return fmt.Errorf("taskansi: begin a transaction: %w", fault.Transient(err, classify(err)))
+			return fmt.Errorf("taskansi: begin a transaction: %w", fault.Transient(exhausted(ctx, db, full, err), classify(err)))
 		}
 		defer conn.Close()
-		return settle(conn, tx, fn)
+		return settle(ctx, conn, tx, fn)
 	}
+}
+
+// postgresDrivers are the packages of the database/sql drivers of
+// PostgreSQL, whose transactions Transact bounds on the server as
+// taskapi.Bounded asks: the package imports no driver, so it knows them by
+// name. Another driver's transactions are bounded by the server's own
+// settings only.
+var postgresDrivers = []string{"github.com/jackc/pgx/v5/stdlib", "github.com/jackc/pgx/v4/stdlib", "github.com/lib/pq"}
+
+// boundsServer reports whether db's driver is one of postgresDrivers.
+func boundsServer(db *sql.DB) bool {
+	if db == nil {
+		return false
+	}
+	t := reflect.TypeOf(db.Driver())
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return slices.Contains(postgresDrivers, t.PkgPath())
+}
+
+// boundTx bounds tx, just begun on conn, on the server when ctx is
+// taskapi.Bounded; a failure rolls it back and closes conn.
+func boundTx(ctx context.Context, conn *sql.Conn, tx *sql.Tx) error {
+	d, ok := taskapi.BoundOf(ctx)
+	if !ok {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, bound.Postgres(d)); err != nil {
+		_ = tx.Rollback()
+		_ = conn.Close()
+		return err
+	}
+	return nil
+}
+
+// exhausted adds to err, the failure of a begin on db whose context ended,
+// that every connection db may open was in use when it began (full) or
+// when it gave up: the wait was for a connection, and the pool is too
+// small for what holds it.
+func exhausted(ctx context.Context, db *sql.DB, full bool, err error) error {
+	if ctx.Err() == nil || (!full && !poolFull(db)) {
+		return err
+	}
+	return fmt.Errorf("pool exhausted: all %d connections of the pool were in use: %w", db.Stats().MaxOpenConnections, err)
+}
+
+// poolFull reports whether every connection db may open is in use.
+func poolFull(db *sql.DB) bool {
+	stats := db.Stats()
+	return stats.MaxOpenConnections > 0 && stats.InUse >= stats.MaxOpenConnections
 }
 
 // beginAttempts bounds how often begin tries another connection.
@@ -70,16 +140,31 @@ func begin(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (*sql.Conn, *sq
 
 // settle runs fn in tx, a transaction on conn, and ends tx: a commit when
 // fn succeeds, a rollback otherwise, also when fn panics.
-func settle(conn *sql.Conn, tx *sql.Tx, fn func(tx DB) error) error {
+func settle(ctx context.Context, conn *sql.Conn, tx *sql.Tx, fn func(tx DB) error) error {
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback() // the panic is the one to report
+		if returned {
+			return
+		}
+		// fn panicked, or ended its goroutine (runtime.Goexit, as a test's
+		// FailNow does): the transaction must not stay open on its
+		// connection, whose Close would wait for it. The panic, if any,
+		// is the one to report.
+		p := recover()
+		_ = tx.Rollback()
+		if p != nil {
 			panic(p)
 		}
 	}()
-	if err := fn(tx); err != nil {
+	err := fn(tx)
+	returned = true
+	if err != nil {
 		undo := rollback(tx)
-		return fault.Aborted(err, failed(conn, err), undo)
+		class := failed(conn, err)
+		if ctx.Err() == nil && statementTimeout(err) && !errors.Is(err, taskapi.ErrUnavailable) {
+			class = nil // the caller's own statement ran too long: its failure, not the database's
+		}
+		return fault.Aborted(err, class, undo)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("taskansi: commit a transaction: %w", fault.Transient(err, failed(conn, err)))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskrepo/taskrepo/internal/bound"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -166,7 +167,7 @@ func (r *Repository) inSavepoint(ctx context.Context, db DB, fn func(tx DB) erro
 	if err == nil {
 		err = fn(db)
 	}
-	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	end, cancel := bound.Finishing(ctx, finishTimeout)
 	defer cancel()
 	if err != nil || letGo {
 		if _, undoErr := db.ExecContext(end, "ROLLBACK TO SAVEPOINT "+savepoint); undoErr != nil {

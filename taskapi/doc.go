@@ -55,6 +55,15 @@
 // Recreated and push a new task that carries on. [Info.Revivals] counts
 // how often a task, or the tasks it descends from, were revived.
 //
+// The task of a consumer that crashed expires, and until it is revived it
+// blocks nothing under [SingularByIdentifier]: a later task of its
+// identifier may run first. A poll given [AwaitRevival] waits behind an
+// Expired task of the identifier as behind an Active one, so that with
+// revival in place on (taskproc's WithRevival) an identifier's order holds
+// across the crash. [SingularByIdentifierSuspendOnFailure] and
+// [SingularByIdentifierSuspendUntilSuccess] always wait behind an Expired
+// task.
+//
 // The descent of a task ([Info.Descent]) is the highest state it was in
 // before its current one: a Succeeded task with descent Failed was revived
 // after a failure.
@@ -85,5 +94,21 @@
 // bounded by a completion time, for operators' confirmations). A [Term]
 // that Leader issued is a [PollOption] as well: a poll under it claims
 // tasks only while the term is current, and holds off the next term until
-// its transaction ends.
+// its transaction ends. [Leader.Hold] checks a term in a transaction of the
+// caller's, and holds off the next term as a poll does: the last statement
+// of a transaction that settles the work of a term, which so commits only
+// while the term is current.
+//
+// # Transaction functions
+//
+// A transaction function (the Transact that taskproc takes, such as
+// taskpg.Transact and taskansi.Transact) honours marks on the context it is
+// given: [SingleStatement] (the work is one round trip that may run
+// without BEGIN and COMMIT) and [Bounded] (bound the transaction on the
+// server, so that one whose client went silent ends there and lets go of
+// its locks); and it answers the question of [PoolSize] (how many
+// connections its transactions draw from). A [Bounder] bounds the rest of
+// a transaction that began unbounded. [Task.Key] is a key of a task that
+// stays the same across every run of it, for the calls a handler makes
+// outside the database.
 package taskapi

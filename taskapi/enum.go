@@ -172,7 +172,8 @@ const (
 	// Unconditional takes any Ready task.
 	Unconditional Condition = iota
 	// SingularByIdentifier skips a task while another task with the same
-	// identifier is Active, or Ready and earlier in the poll order.
+	// identifier is Active, or Ready and earlier in the poll order; given
+	// AwaitRevival, also while one is Expired.
 	SingularByIdentifier
 	// SingularByIdentifierSuspendOnFailure also skips it while a task with
 	// the same identifier is Expired or Failed.

@@ -36,10 +36,15 @@ var (
 	// ErrUnavailable reports that the call could not reach the database, or
 	// that the connection broke, or was closed by the server, while the
 	// call ran (a network failure, a terminated session, a server shutting
-	// down). Unlike the other sentinels it says nothing of the call's
+	// down), or that the server refused to serve it (too many connections,
+	// a statement timeout, a write refused by a standby or a read-only
+	// server). Unlike the other sentinels it says nothing of the call's
 	// arguments: the same call may succeed once the database answers
 	// again. A COMMIT that failed so may have committed all the same:
-	// read back what it wrote before doing it again.
+	// read back what it wrote before doing it again. So may a call whose
+	// context ended while its statement ran, when the server did not stop
+	// the statement in time: its error wraps ErrUnavailable besides the
+	// context's error.
 	ErrUnavailable = errors.New("database unavailable")
 )
 

@@ -146,14 +146,33 @@ type Scheduler[Tx any] interface {
 	Advance(ctx context.Context, tx Tx, topic, name string, from, to time.Time) (bool, error)
 }
 
-// PollOption is an option of Poll: an Order, a Condition, a Term or a
-// *LimitNote.
+// PollOption is an option of Poll: an Order, a Condition, AwaitRevival, a
+// Term or a *LimitNote.
 type PollOption interface {
 	pollOption()
 }
 
 func (Order) pollOption()     {}
 func (Condition) pollOption() {}
+
+// An AwaitRevival given to Poll makes a conditional poll also skip a
+// candidate while a task of its identifier is Expired, as it does while
+// one is Active: for consumers that revive their expired tasks in place
+// (ReviveReset; taskproc's WithRevival). Under SingularByIdentifier an
+// identifier's order then holds across the crash of a consumer: its
+// expired task is revived, in its place, before a later task of the
+// identifier can be polled. Without revival an expired task holds its
+// identifier back until it is revived or reassigned by hand. The other
+// SingularByIdentifier conditions skip a candidate behind an Expired task
+// anyway, and an unconditional poll skips none: for them it changes
+// nothing. Give it as AwaitRevival{}; given twice, it says the same once.
+type AwaitRevival struct{}
+
+func (AwaitRevival) pollOption() {}
+
+// String returns "AWAIT_REVIVAL", in the style of the names of the other
+// poll options.
+func (AwaitRevival) String() string { return "AWAIT_REVIVAL" }
 
 // A Term given to Poll makes the poll claim tasks only while the term is
 // current at the poll's statement, on the database clock: the term of this
@@ -162,6 +181,7 @@ func (Condition) pollOption() {}
 // topic begins before the poll's transaction has ended, so the tasks that
 // a poll under a term claims are claimed under that term, never under the
 // next one: an exclusive consumer (see Leader) never claims after another
-// process took its place. A Term of another topic or owner is
+// process took its place; Leader.Hold keeps the transaction that settles
+// what it claimed to the same term. A Term of another topic or owner is
 // ErrInvalidArgument.
 func (Term) pollOption() {}

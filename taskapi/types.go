@@ -2,6 +2,7 @@ package taskapi
 
 import (
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -40,6 +41,18 @@ type Task struct {
 	Identifier string // non-empty, at most MaxIdentifierLength bytes
 	Input      string // empty when absent
 }
+
+// Key returns a key of the task that stays the same across every run of
+// it: its retries, its rescues after a crash, the runs of a completion
+// function whose transaction did not commit. Give it as the idempotency key
+// of what a handler does outside the database (a payment provider's
+// charge, a mail service's send), so that a run that repeats one does not
+// repeat its effect. It is made of the sequence, unique in the database
+// ("task-" and the sequence in decimal); prefix it with a name of the
+// database where several share one provider's account. A revival that
+// recreates a task (ReviveAppend, ReviveSupersede, ReviveReplace) makes a
+// new task, with a new key: the work is wanted again.
+func (t Task) Key() string { return "task-" + strconv.FormatInt(t.Sequence, 10) }
 
 // Creation describes a task to push.
 type Creation struct {

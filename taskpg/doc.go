@@ -41,11 +41,13 @@
 // PostgreSQL always does. Deadlocks, serialization failures and locks not
 // available are taskapi.ErrConflict; a call that ran in a transaction of
 // its own retries them a few times first. A connection that could not be
-// made, broke or was closed, a session the server ended and a statement it
-// cancelled (statement_timeout) are taskapi.ErrUnavailable, never retried;
-// a call whose context ended reports the context's error instead. Transact
-// adds the same sentinels to the errors of the caller's function, and
-// ErrUnavailable when the rollback after it fails.
+// made, broke or was closed, a session the server ended (also for idling),
+// a statement it cancelled (statement_timeout) and a refusal to serve (too
+// many connections, a server starting or shutting down, a write in a
+// read-only transaction, as on a standby) are taskapi.ErrUnavailable, never
+// retried; a call whose context ended reports the context's error instead.
+// Transact adds the same sentinels to the errors of the caller's function,
+// and ErrUnavailable when the rollback after it fails.
 //
 // # Concurrency
 //
@@ -82,8 +84,20 @@
 // owner's, with the term's number, not expired at the statement, and it
 // locks the row FOR SHARE until its transaction ends, so that a Lead that
 // takes the topic over, an update of the row, waits for it. A poll without
-// a term runs the statement it always ran. Now reads the database's clock,
-// the one every time of the schema is on.
+// a term runs the statement it always ran. Hold, the check that ends a
+// transaction settling the work of a term, takes the topic's term lock, a
+// transaction-level advisory lock, shared when the term is current, and
+// reads the term again once it holds it, both in one round trip. A Lead
+// that takes a term over, and Destroy, take that lock exclusively first, and
+// so wait for every transaction that holds the term. PostgreSQL queues the
+// requests of an advisory lock in their order, so that transactions holding
+// a term in overlapping turns starve no take-over, and Renew and Concede do
+// not take it at all; a row lock FOR SHARE would starve them, since a new
+// share lock of a row passes an UPDATE that waits for it. Hold reads the
+// latest commits under READ COMMITTED; in a REPEATABLE READ or SERIALIZABLE
+// transaction it reads the transaction's snapshot, which does not show a
+// term conceded and taken over after the snapshot was taken. Now reads the
+// database's clock, the one every time of the schema is on.
 //
 // # Deferred tasks
 //

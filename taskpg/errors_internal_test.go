@@ -36,7 +36,8 @@ func TestMapError(t *testing.T) {
 			t.Errorf("wrapf(%v) = %v, want %v wrapping the driver's error", c.err.Code, err, c.want)
 		}
 	}
-	for _, err := range []error{&pgconn.PgError{Code: "22P02"}, &pgconn.PgError{Code: "23505"}, pgx.ErrNoRows, errors.New("plain")} {
+	for _, err := range []error{&pgconn.PgError{Code: "22P02"}, &pgconn.PgError{Code: "23505"}, &pgconn.PgError{Code: "25P02"},
+		&pgconn.PgError{Code: "42501"}, pgx.ErrNoRows, errors.New("plain")} {
 		if got := mapError(err); got != err {
 			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)
 		}
@@ -55,14 +56,17 @@ func TestMapErrorUnavailable(t *testing.T) {
 	}
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	for _, err := range []error{
-		&pgconn.PgError{Code: "08000"}, // connection_exception
-		&pgconn.PgError{Code: "08006"}, // connection_failure
-		&pgconn.PgError{Code: "08P01"}, // protocol_violation
-		&pgconn.PgError{Code: "57P01"}, // admin_shutdown: pg_terminate_backend
-		&pgconn.PgError{Code: "57P02"}, // crash_shutdown
-		&pgconn.PgError{Code: "57P03"}, // cannot_connect_now
-		&pgconn.PgError{Code: "53300"}, // too_many_connections
-		&pgconn.PgError{Code: "57014"}, // query_canceled: statement_timeout
+		&pgconn.PgError{Code: "08000"},                    // connection_exception
+		&pgconn.PgError{Code: "08006"},                    // connection_failure
+		&pgconn.PgError{Code: "08P01"},                    // protocol_violation
+		&pgconn.PgError{Code: "57P01"},                    // admin_shutdown: pg_terminate_backend
+		&pgconn.PgError{Code: "57P02"},                    // crash_shutdown
+		&pgconn.PgError{Code: "57P03"},                    // cannot_connect_now
+		&pgconn.PgError{Code: "53300"},                    // too_many_connections
+		&pgconn.PgError{Code: "57014"},                    // query_canceled: statement_timeout
+		&pgconn.PgError{Code: "57P05"},                    // idle_session_timeout
+		&pgconn.PgError{Code: "25006"},                    // read_only_sql_transaction: a standby, a read-only role
+		&pgconn.PgError{Code: "25P03", Severity: "FATAL"}, // idle_in_transaction_session_timeout
 		dialErr,
 		fmt.Errorf("failed to connect: %w", &pgconn.PgError{Code: "57P03"}),
 		reset,

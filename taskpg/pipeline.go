@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 // A step is one statement of a pipeline. Rows, when the statement returns
@@ -58,8 +60,25 @@ func sendPrepared(ctx context.Context, conn *pgx.Conn, steps []step) error {
 }
 
 // cancelPatience is how long a call that its context gave up on waits for
-// the server to stop its statement before it cuts the connection.
-const cancelPatience = 2 * time.Second
+// the server to stop its statement before it cuts the connection, unless
+// the context is taskapi.Bounded to less (see patienceOf). A cut leaves
+// the statement running, to commit once its locks are free, so the
+// patience is generous: through a PgBouncer on a loaded machine a cancel
+// request took more than 2 s to stop a statement, and once, in CI, none
+// stopped it within 5 s (before cancelAgain).
+const cancelPatience = 5 * time.Second
+
+// patienceOf returns how long a call on ctx waits for the server to stop
+// its statement once ctx ended: cancelPatience, or half the bound of ctx
+// when that is shorter, so that a runtime that bounds its statements is
+// not held by a connection that went silent much longer than it allows (a
+// server that answers stops a statement in a round trip).
+func patienceOf(ctx context.Context) time.Duration {
+	if d, ok := taskapi.BoundOf(ctx); ok {
+		return min(d/2, cancelPatience)
+	}
+	return cancelPatience
+}
 
 // guard runs call, one round trip on conn, a connection outside any
 // transaction: its statements share the round trip's implicit
@@ -72,17 +91,20 @@ const cancelPatience = 2 * time.Second
 // which rolls the implicit transaction back, and the call reports ctx's
 // error; a round trip that ended without an error committed, and the call
 // says so. The connection is closed afterwards, so that a late cancel
-// request never stops another statement. A server that does not answer
-// within cancelPatience is cut off, and then, as with any connection that
-// breaks, the outcome is unknown.
+// request never stops another statement. A server that does not stop the
+// statement within its patience (patienceOf) is cut off, and then, as
+// with any connection that breaks, the outcome is unknown: the error says
+// so and wraps taskapi.ErrUnavailable besides ctx's error.
 func guard(ctx context.Context, conn *pgx.Conn, call func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	ended, gaveUp := make(chan struct{}), make(chan struct{})
+	patience := patienceOf(ctx)
+	var stopped bool
 	stop := context.AfterFunc(ctx, func() {
 		defer close(gaveUp)
-		stopStatement(conn, ended)
+		stopped = stopStatement(conn, ended, patience)
 	})
 	err := call(context.WithoutCancel(ctx))
 	close(ended)
@@ -90,29 +112,50 @@ func guard(ctx context.Context, conn *pgx.Conn, call func(ctx context.Context) e
 		return err
 	}
 	<-gaveUp
-	closeCtx, cancel := context.WithTimeout(context.Background(), cancelPatience)
+	dropSilent(conn)
+	closeCtx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	_ = conn.Close(closeCtx)
-	if err != nil {
+	switch {
+	case !stopped:
+		return fmt.Errorf("%w: the server did not stop the statement within %v and it may still commit: read back before doing it again (%w: %w)",
+			context.Cause(ctx), patience, taskapi.ErrUnavailable, err)
+	case err != nil:
 		return fmt.Errorf("%w (the server stopped the statement: %w)", context.Cause(ctx), err)
 	}
 	return nil
 }
 
-// stopStatement asks the server of conn to stop the statement it runs, and
-// cuts the connection unless the round trip has ended within
-// cancelPatience.
-func stopStatement(conn *pgx.Conn, ended <-chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), cancelPatience)
+// cancelAgain is how often stopStatement repeats its cancel request while
+// the statement runs on: a request may be lost on its way (a pooler that
+// could not pass it on answers as one that did), and one that comes after
+// the statement ended finds the connection idle, which it leaves alone.
+const cancelAgain = 500 * time.Millisecond
+
+// stopStatement asks the server of conn to stop the statement it runs,
+// every cancelAgain, and reports whether the round trip ended within
+// patience; if not, it cuts the connection.
+func stopStatement(conn *pgx.Conn, ended <-chan struct{}, patience time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if conn.PgConn().CancelRequest(ctx) == nil {
+	again := time.NewTicker(cancelAgain)
+	defer again.Stop()
+	for {
+		_ = conn.PgConn().CancelRequest(ctx)
 		select {
 		case <-ended:
-			return
+			return true
+		case <-again.C:
 		case <-ctx.Done():
+			select {
+			case <-ended:
+				return true
+			default:
+			}
+			_ = conn.PgConn().Conn().SetDeadline(time.Now())
+			return false
 		}
 	}
-	_ = conn.PgConn().Conn().SetDeadline(time.Now())
 }
 
 // sendSteps sends steps on conn in one round trip and scans their results:

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/internal/testkit/racedetector"
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -134,32 +135,45 @@ func checkPollPages(t *testing.T, db *pgxpool.Pool, repo *Repository) map[string
 	t.Helper()
 	pages := map[string]int64{}
 	for _, order := range []taskapi.Order{taskapi.FIFO, taskapi.LIFO} {
-		for _, condition := range []taskapi.Condition{taskapi.Unconditional, taskapi.SingularByIdentifierSuspendUntilSuccess} {
-			what := fmt.Sprintf("poll %v %v", order, condition)
-			query, args := repo.pollStatement(order, condition, false)
+		for _, p := range planPolls {
+			p.Order = order
+			what := fmt.Sprintf("poll %v %v", order, p.Condition)
+			if p.AwaitRevival {
+				what += " " + taskapi.AwaitRevival{}.String()
+			}
+			query, args := repo.pollStatement(p, false)
 			pages[what] = checkPages(t, db, what, query, args)
 			t.Logf("%s: %d pages", what, pages[what]) // for the record, in -v
-			query, args = repo.pollStatement(order, condition, true)
+			query, args = repo.pollStatement(p, true)
 			t.Logf("%s under a term: %d pages", what, checkPages(t, db, what+" under a term", query, args))
 		}
 	}
 	return pages
 }
 
-// pollStatement returns the poll statement of order and condition with its
-// arguments for a poll of planBatch tasks, under the repository's first
-// term of the topic (see planSetup) when termed.
-func (r *Repository) pollStatement(order taskapi.Order, condition taskapi.Condition, termed bool) (string, []any) {
+// planPolls are the polls measured, in either order: unconditional, under
+// the condition with the most blocking states, and under
+// SingularByIdentifier awaiting revival, whose Expired comes as a
+// parameter of the same statement.
+var planPolls = []check.Polling{
+	{Condition: taskapi.Unconditional},
+	{Condition: taskapi.SingularByIdentifierSuspendUntilSuccess},
+	{Condition: taskapi.SingularByIdentifier, AwaitRevival: true},
+}
+
+// pollStatement returns the poll statement of p with its arguments for a
+// poll of planBatch tasks, as Poll sends them, under the repository's
+// first term of the topic (see planSetup) when termed.
+func (r *Repository) pollStatement(p check.Polling, termed bool) (string, []any) {
 	statements, term := &r.q.poll[0], []any(nil)
 	if termed {
 		statements, term = &r.q.pollTermed[0], []any{int64(1)}
 	}
 	args := []any{"plan", r.owner, planBatch}
-	if condition == taskapi.Unconditional {
-		return statements[order][0], append(args, term...)
+	if p.Condition == taskapi.Unconditional {
+		return statements[p.Order][0], append(args, term...)
 	}
-	blocking := ordinals(append([]taskapi.State{taskapi.Active}, condition.Blocking()...))
-	return statements[order][1], append(append(args, blocking), term...)
+	return statements[p.Order][1], append(append(args, ordinals(p.Blocking())), term...)
 }
 
 // checkNextDuePages checks the pages that NextDue's statement touches, and

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/internal/lockkey"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -21,7 +22,10 @@ func (r *Repository) Initialize(ctx context.Context, db DB, topic string) (bool,
 // and reports whether the topic existed. The schema's trigger empties the
 // topic's partition and closes it to new tasks; it stays attached, empty,
 // until the topic is initialized again. The marks go first, in the same
-// round trip and transaction (see destroyMarks).
+// round trip and transaction (see destroyMarks), and before them the
+// topic's term lock, exclusively: destroying the topic ends its term, so
+// it waits for the transactions that hold the term (see Hold), as a Lead
+// that takes a term over does.
 func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, error) {
 	if err := check.Topic(topic); err != nil {
 		return false, wrapf(err, "destroy topic %q", topic)
@@ -29,6 +33,7 @@ func (r *Repository) Destroy(ctx context.Context, db DB, topic string) (bool, er
 	var tag pgconn.CommandTag
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		return struct{}{}, pipeline(ctx, db,
+			step{sql: lockExclusive, args: []any{lockkey.TermSpace, r.termKey(topic)}},
 			step{sql: r.q.destroyMarks, args: []any{topic}},
 			step{sql: r.q.destroy, args: []any{topic}, tag: &tag})
 	})

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskrepo/taskrepo/internal/bound"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -62,7 +64,37 @@ const finishTimeout = 10 * time.Second
 // finishing returns the context of the statements that end a call's own
 // transaction or savepoint.
 func finishing(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	return bound.Finishing(ctx, finishTimeout)
+}
+
+// dropSilent closes the socket of conn once pgx has given up on it (a context
+// that ended mid-call, a connection that broke): pgx then drains the
+// connection in the background, for up to 15 seconds, before it closes it,
+// and a pgxpool counts the connection among its MaxConns until it has. A
+// connection that went silent (packets dropped, socket open) would hold a
+// slot of the pool that long; closed, it holds none. A connection that
+// pgx still trusts is left as it is. Only the connection's user may call
+// it: a pool may hand the connection to another once it is released.
+func dropSilent(conn *pgx.Conn) {
+	if conn != nil && conn.IsClosed() {
+		_ = conn.PgConn().Conn().Close()
+	}
+}
+
+// ending runs end, which ends tx (a COMMIT or a ROLLBACK that also gives
+// tx's connection back to its pool), and closes the connection's socket
+// when end failed for the connection rather than for the server: pgx has
+// given up on the connection then (see dropSilent), and the pool, which
+// owns it by now, destroys it. Its socket is the one thing of it that may
+// be touched from here.
+func ending(tx pgx.Tx, end func() error) error {
+	socket := tx.Conn().PgConn().Conn()
+	err := end()
+	var pgErr *pgconn.PgError
+	if err != nil && !errors.Is(err, pgx.ErrTxClosed) && !errors.As(err, &pgErr) {
+		_ = socket.Close()
+	}
+	return err
 }
 
 // savepointName names the savepoint of a call inside a caller's transaction.
@@ -105,13 +137,14 @@ func unit(ctx context.Context, db DB, fn func(db DB) error, letGo bool) error {
 	end, cancel := finishing(ctx)
 	defer cancel()
 	if err != nil {
-		_ = tx.Rollback(end) // err is the one to report; a failed rollback closes the connection
+		// err is the one to report; a failed rollback closes the connection
+		_ = ending(tx, func() error { return tx.Rollback(end) })
 		return err
 	}
 	if letGo {
-		return tx.Rollback(end)
+		return ending(tx, func() error { return tx.Rollback(end) })
 	}
-	return tx.Commit(end)
+	return ending(tx, func() error { return tx.Commit(end) })
 }
 
 // inSavepoint runs fn in a savepoint of its own inside the caller's

@@ -78,7 +78,7 @@ func (c *Client[Tx]) apply(ctx context.Context, topics []string, managers map[st
 	}
 	var stored map[string]taskapi.Activation
 	err := retryConflicts(ctx, func() error {
-		return c.transact(ctx, func(tx Tx) (err error) {
+		return c.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 			stored, err = activator.Activations(ctx, tx)
 			return err
 		})

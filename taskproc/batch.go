@@ -43,8 +43,8 @@ type Batch struct {
 	writes     context.Context
 	stopWrites context.CancelCauseFunc
 	settler    settler
-	repo       any   // the Repository[Tx] that polled the batch, for follow-up pushes
-	term       int64 // the number of the term of leadership it was polled under; 0 for none
+	repo       any          // the Repository[Tx] that polled the batch, for follow-up pushes
+	term       taskapi.Term // the term of leadership it was polled under; Number 0 for none
 	state      atomic.Int32
 	how        atomic.Value // string: how it was settled, for ErrSettled
 	done       chan struct{}
@@ -65,6 +65,12 @@ type Batch struct {
 	parent    *Batch
 	parts     *parts
 	partsOnce sync.Once
+	// crew is the loop's crew of a per-task handler that runs b, nil when
+	// the loop hands b to its handler on the loop (see crew.go); reserved
+	// is what b holds of its room until the handler gives b to it, under
+	// the crew's mu.
+	crew     *crew
+	reserved int
 }
 
 // The states of a batch.
@@ -113,9 +119,11 @@ func giveUp(cause error) settlement {
 // Topic returns the batch's topic.
 func (b *Batch) Topic() string { return b.topic }
 
-// Tasks returns the tasks of the batch in poll order. The slice must not be
-// changed.
-func (b *Batch) Tasks() []taskapi.Task { return b.tasks }
+// Tasks returns the tasks of the batch in poll order, but those the
+// runtime learnt were cancelled while the batch ran (see Canceller): call
+// it again where a cancellation matters, inside a CompleteTx function say,
+// rather than keep an earlier answer. The slice must not be changed.
+func (b *Batch) Tasks() []taskapi.Task { return b.withoutCancelled(b.tasks) }
 
 // Done returns a channel that is closed once the batch is settled.
 func (b *Batch) Done() <-chan struct{} { return b.done }
@@ -146,7 +154,14 @@ func (b *Batch) Complete(decisions Decisions) error {
 // returns an error or panics, nothing of it is committed, and the batch's
 // tasks are decided by the error as a TaskFunc's error decides a task (see
 // TaskFunc): Transient retries them, Snooze snoozes them, a ResultError gives
-// its result, any other error fails them; CompleteTx returns the error. Tx
+// its result, any other error fails them; CompleteTx returns the error.
+// What fn writes for a cancelled task never commits: a task cancelled
+// while fn runs makes the database refuse the transaction, and fn runs
+// again for the other tasks; fn should decide the tasks that b.Tasks()
+// lists when it runs, for a decision of a task the runtime knew was
+// cancelled before fn ran rolls fn's transaction back and gives the other
+// tasks back to Ready, and CompleteTx returns an error that wraps
+// taskapi.ErrCancelled. Tx
 // must be the transaction type of the runtime that polled b, else
 // CompleteTx returns an ErrInvalidArgument and b stays unsettled.
 func CompleteTx[Tx any](b *Batch, fn func(ctx context.Context, tx Tx) (Decisions, error)) error {

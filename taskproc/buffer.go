@@ -56,6 +56,12 @@ func Buffered(size, workers int, handler Handler, mode CloseMode) *BufferedHandl
 	return &BufferedHandler{handler: handler, size: max(size, 0), workers: max(workers, 1), mode: mode}
 }
 
+// holds says that each worker holds what its handler holds.
+func (h *BufferedHandler) holds() (int, string) {
+	n, what := holdsOf(h.handler)
+	return n * h.workers, "Buffered " + what
+}
+
 // Depth returns how many batches wait in the buffer.
 func (h *BufferedHandler) Depth() int {
 	h.mu.Lock()

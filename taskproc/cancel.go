@@ -23,12 +23,15 @@ import (
 //   - under any other Handler, the batch's context ends with that cause:
 //     a Handler of whole batches cannot be interrupted for one task;
 //   - whatever the handler decides for the task afterwards is not written:
-//     its settlement leaves the task out, and the task's one result stays
-//     Cancelled. A handler that ignores the cancellation and succeeds has
-//     its success dropped, and what its completion's transaction wrote for
-//     the task (CompleteTx, ParallelTx) rolls back with it; only the effects
-//     it had outside the database stay. A settlement of a batch whose tasks
-//     were all cancelled writes nothing and returns an error that wraps
+//     its settlement leaves the task out, Batch.Tasks no longer lists it,
+//     and the task's one result stays Cancelled. A handler that ignores the
+//     cancellation and succeeds has its success dropped, and what its
+//     completion's transaction wrote for the task (CompleteTx, ParallelTx,
+//     a Composite's contexts) rolls back with it; only the effects it had
+//     outside the database stay. A completion function that decides a task
+//     known to be cancelled before it ran commits nothing (see
+//     decidedCancelled). A settlement of a batch whose tasks were all
+//     cancelled writes nothing and returns an error that wraps
 //     taskapi.ErrCancelled.
 //
 // The database is the judge: a completion that reaches it before the owner
@@ -105,7 +108,7 @@ func (m *Manager[Tx]) cancelledAmong(b *Batch, sequences []int64) int {
 func (m *Manager[Tx]) readCancelled(ctx context.Context, canceller taskapi.Canceller[Tx], sequences []int64) ([]int64, error) {
 	var found []int64
 	err := retryConflicts(ctx, func() error {
-		return m.transact(ctx, func(tx Tx) (err error) {
+		return m.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 			found, err = canceller.Cancelled(ctx, tx, m.topic, sequences...)
 			return err
 		})
@@ -196,4 +199,31 @@ func (s *batchSettler[Tx]) cancelledAll(b *Batch, how settlement) error {
 		return nil
 	}
 	return fmt.Errorf("taskproc: every task of the batch of %q was cancelled while it ran; nothing was written: %w", b.topic, taskapi.ErrCancelled)
+}
+
+// errDecidedCancelled is the error of a completion function that decided
+// tasks the runtime knew were cancelled before it ran.
+var errDecidedCancelled = errors.New("taskproc: the completion function decided tasks that were cancelled before it ran")
+
+// decidedCancelled returns the error of a completion function that decided
+// (d) tasks of b which the runtime knew were cancelled before the attempt
+// began (they are not in live, its tasks), nil when it decided none. Such
+// a function worked from an earlier list of the batch's tasks and may have
+// written their effects: its transaction must not commit, and the rest of
+// the batch goes back to Ready, to be polled again without them. A task
+// cancelled while the function ran is in live, and the database refuses
+// its completion.
+func decidedCancelled(b *Batch, live []taskapi.Task, d Decisions) error {
+	var gone []int64
+	for task := range d {
+		if b.isCancelled(task) && !slices.Contains(live, task) {
+			gone = append(gone, task.Sequence)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	slices.Sort(gone)
+	return fmt.Errorf("%w (%s of %q): nothing of it was committed, and the other tasks were given back: %w",
+		errDecidedCancelled, joinSequences(gone), b.topic, taskapi.ErrCancelled)
 }

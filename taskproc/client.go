@@ -32,10 +32,12 @@ import (
 type Client[Tx any] struct {
 	repo     Repository[Tx]
 	transact Transact[Tx]
+	own      runner[Tx] // the runtime's own transactions, bounded (see bound.go)
 	opts     []ClientOption
 	s        settings
 	keeper   *keeper[Tx]
 	clock    *clockOffset // the database's clock as the keeper measures it, shared by the Managers
+	gate     *connGate    // the turns of the handlers' transactions on the pool, shared by the Managers
 
 	mu       sync.Mutex
 	managers map[string]*Manager[Tx]
@@ -60,7 +62,7 @@ func New[Tx any](repo Repository[Tx], transact Transact[Tx], opts ...ClientOptio
 	if err != nil {
 		return nil, fmt.Errorf("taskproc: new client: %w", err)
 	}
-	c := &Client[Tx]{repo: repo, transact: transact, opts: opts, s: s, managers: map[string]*Manager[Tx]{}, clock: &clockOffset{}}
+	c := &Client[Tx]{repo: repo, transact: transact, own: runner[Tx]{transact, s.bound()}, opts: opts, s: s, managers: map[string]*Manager[Tx]{}, clock: &clockOffset{}, gate: &connGate{}}
 	if c.keeper, err = newKeeper(repo, transact, c.managerList, s); err != nil {
 		return nil, err
 	}
@@ -83,13 +85,23 @@ func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...TopicOption) 
 	if err != nil {
 		return fmt.Errorf("taskproc: handle %q: %w", topic, err)
 	}
-	s.resume, s.clock, s.alive, s.managed = c.resumeLocal, c.clock, c.keeper.alive, true
+	s.resume, s.clock, s.alive, s.managed, s.gate = c.resumeLocal, c.clock, c.keeper.alive, true, c.gate
 	m, err := newManager(c.repo, c.transact, topic, handler, s)
 	if err != nil {
 		return err
 	}
 	c.managers[topic] = m
 	return nil
+}
+
+// demands returns what the handlers of the Managers hold at once; under
+// c.mu.
+func (c *Client[Tx]) demands() []demand {
+	var demands []demand
+	for _, m := range c.managers {
+		demands = append(demands, demandOf(m))
+	}
+	return demands
 }
 
 // managerList returns the Managers, in no order.
@@ -127,6 +139,9 @@ func (c *Client[Tx]) Start(ctx context.Context) error {
 	defer c.mu.Unlock()
 	if c.running != nil {
 		return fmt.Errorf("taskproc: start: %w", ErrRunning)
+	}
+	if err := sizePool(ctx, c.transact, c.gate, c.demands()); err != nil {
+		return fmt.Errorf("taskproc: start: %w", err)
 	}
 	if err := registered(ctx, c.transact, c.repo, slices.Collect(maps.Keys(c.managers))); err != nil {
 		return fmt.Errorf("taskproc: start: %w", err)

@@ -174,7 +174,7 @@ func (c *Composite[Tx]) Handler() (Handler, error) {
 		dedupe:   c.dedupe,
 		contexts: slices.Clone(c.contexts),
 	}
-	return HandlerFunc(p.handle), nil
+	return p, nil
 }
 
 // add registers a step, checking its name and its dependencies.

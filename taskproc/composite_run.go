@@ -15,10 +15,19 @@ type compositePlan[Tx any] struct {
 	contexts []ContextFunc[Tx]
 }
 
-// handle runs the steps for b and completes it with their decisions and the
-// contexts. When ctx ends first it returns ctx's error and b stays
+// holds says that a batch whose completion runs contexts holds a
+// connection while they run.
+func (p *compositePlan[Tx]) holds() (int, string) {
+	if len(p.contexts) == 0 {
+		return 0, ""
+	}
+	return 1, "Composite"
+}
+
+// Handle runs the steps for b and completes it with their decisions and
+// the contexts. When ctx ends first it returns ctx's error and b stays
 // unsettled, for the runtime to release.
-func (p *compositePlan[Tx]) handle(ctx context.Context, b *Batch) error {
+func (p *compositePlan[Tx]) Handle(ctx context.Context, b *Batch) error {
 	r := &compositeRun{steps: p.steps, supplement: &Supplement{}}
 	r.tasks, r.settled = deduplicate(b.Tasks(), p.dedupe)
 	if err := r.run(ctx); err != nil {

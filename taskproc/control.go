@@ -85,8 +85,12 @@ func (k *control) activated(topics []string) {
 }
 
 // reconciling reads the activations every reconcile interval, and at once
-// when a notification asks for it.
+// when a notification asks for it. A round under way when stop closes is
+// cut short, so that a Stop never waits for one, even one that waits for
+// a connection of a starved pool.
 func (k *control) reconciling(ctx context.Context) {
+	ctx, cancel := untilClosed(ctx, k.stop)
+	defer cancel()
 	ticker := time.NewTicker(k.s.reconcile)
 	defer ticker.Stop()
 	for {

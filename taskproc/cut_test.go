@@ -35,18 +35,61 @@ import (
 // maxCutStatements bounds how many statements a settlement path may send.
 const maxCutStatements = 40
 
-// cutRig is a database reached directly, to set up and check, and through
-// a proxy that cuts connections at a statement.
-type cutRig[Tx any] struct {
-	direct   Tx
-	proxy    *netproxy.Proxy
-	open     func(t *testing.T) (Tx, func()) // a fresh handle through the proxy, that never pings
+// rigOps are what the rigs of the cut and freeze tests do on a backend:
+// transactions, repositories, the user's table and statements.
+type rigOps[Tx any] struct {
 	transact func(db Tx) taskproc.Transact[Tx]
 	newRepo  func(owner string) (fullRepo[Tx], error)
 	effect   string // the user's table
 	exec     func(ctx context.Context, db Tx, statement string, args ...any) error
 	count    func(ctx context.Context, db Tx, query string, args ...any) (int, error)
 	param    string // the placeholder of the dialect
+}
+
+// pgOps are taskpg's, with the user's table effect.
+func pgOps(effect string) rigOps[taskpg.DB] {
+	return rigOps[taskpg.DB]{
+		transact: func(db taskpg.DB) taskproc.Transact[taskpg.DB] { return taskpg.Transact(db) },
+		newRepo:  func(owner string) (fullRepo[taskpg.DB], error) { return taskpg.New(owner) },
+		effect:   effect,
+		exec: func(ctx context.Context, db taskpg.DB, statement string, args ...any) error {
+			_, err := db.Exec(ctx, statement, args...)
+			return err
+		},
+		count: func(ctx context.Context, db taskpg.DB, query string, args ...any) (n int, err error) {
+			err = db.QueryRow(ctx, query, args...).Scan(&n)
+			return n, err
+		},
+		param: "$1",
+	}
+}
+
+// ansiOps are taskansi's of dialect, with transactions begun with opts,
+// the user's table effect and the dialect's placeholder param.
+func ansiOps(dialect taskansi.Dialect, opts *sql.TxOptions, effect, param string) rigOps[taskansi.DB] {
+	return rigOps[taskansi.DB]{
+		transact: func(db taskansi.DB) taskproc.Transact[taskansi.DB] { return taskansi.Transact(db.(*sql.DB), opts) },
+		newRepo:  func(owner string) (fullRepo[taskansi.DB], error) { return taskansi.New(dialect, owner) },
+		effect:   effect,
+		exec: func(ctx context.Context, db taskansi.DB, statement string, args ...any) error {
+			_, err := db.ExecContext(ctx, statement, args...)
+			return err
+		},
+		count: func(ctx context.Context, db taskansi.DB, query string, args ...any) (n int, err error) {
+			err = db.QueryRowContext(ctx, query, args...).Scan(&n)
+			return n, err
+		},
+		param: param,
+	}
+}
+
+// cutRig is a database reached directly, to set up and check, and through
+// a proxy that cuts connections at a statement.
+type cutRig[Tx any] struct {
+	rigOps[Tx]
+	direct Tx
+	proxy  *netproxy.Proxy
+	open   func(t *testing.T) (Tx, func()) // a fresh handle through the proxy, that never pings
 }
 
 // TestSettlementSurvivesACutAtEveryStatement cuts settlement on taskpg and
@@ -81,18 +124,7 @@ func pgCutRig(t *testing.T) *cutRig[taskpg.DB] {
 			}
 			return pool, pool.Close
 		},
-		transact: func(db taskpg.DB) taskproc.Transact[taskpg.DB] { return taskpg.Transact(db) },
-		newRepo:  func(owner string) (fullRepo[taskpg.DB], error) { return taskpg.New(owner) },
-		effect:   "public.cut_effect",
-		exec: func(ctx context.Context, db taskpg.DB, statement string, args ...any) error {
-			_, err := db.Exec(ctx, statement, args...)
-			return err
-		},
-		count: func(ctx context.Context, db taskpg.DB, query string, args ...any) (n int, err error) {
-			err = db.QueryRow(ctx, query, args...).Scan(&n)
-			return n, err
-		},
-		param: "$1",
+		rigOps: pgOps("public.cut_effect"),
 	}
 }
 
@@ -123,7 +155,23 @@ func ansiPostgresCutRig(t *testing.T) *cutRig[taskansi.DB] {
 
 // mysqlCutRig is taskansi on MySQL or MariaDB.
 func mysqlCutRig(t *testing.T) *cutRig[taskansi.DB] {
+	direct, proxy, proxied := proxiedMySQL(t, nil)
+	readCommitted := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	return ansiCutRig(taskansi.MySQL, readCommitted, direct, proxy, "cut_effect", "?", func(t *testing.T) (*sql.DB, func()) {
+		db, err := sql.Open("mysql", proxied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, func() { db.Close() }
+	})
+}
+
+// proxiedMySQL opens a fresh, migrated MySQL or MariaDB database whose
+// sessions get the system variables params, and a proxy to it, closed when
+// t ends, and returns a handle on it, the proxy and the DSN through it.
+func proxiedMySQL(t *testing.T, params map[string]string) (*sql.DB, *netproxy.Proxy, string) {
 	cfg := testdb.MySQLConfig(t)
+	cfg.Params = params
 	direct, err := sql.Open("mysql", cfg.FormatDSN())
 	if err != nil {
 		t.Fatal(err)
@@ -137,38 +185,20 @@ func mysqlCutRig(t *testing.T) *cutRig[taskansi.DB] {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	readCommitted := &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	return ansiCutRig(taskansi.MySQL, readCommitted, direct, proxy, "cut_effect", "?", func(t *testing.T) (*sql.DB, func()) {
-		db, err := sql.Open("mysql", proxied)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return db, func() { db.Close() }
-	})
+	return direct, proxy, proxied
 }
 
 // ansiCutRig is taskansi of dialect on direct and on the handles open
 // returns.
 func ansiCutRig(dialect taskansi.Dialect, opts *sql.TxOptions, direct *sql.DB, proxy *netproxy.Proxy, effect, param string, open func(t *testing.T) (*sql.DB, func())) *cutRig[taskansi.DB] {
 	return &cutRig[taskansi.DB]{
+		rigOps: ansiOps(dialect, opts, effect, param),
 		direct: direct,
 		proxy:  proxy,
 		open: func(t *testing.T) (taskansi.DB, func()) {
 			db, closeDB := open(t)
 			return db, closeDB
 		},
-		transact: func(db taskansi.DB) taskproc.Transact[taskansi.DB] { return taskansi.Transact(db.(*sql.DB), opts) },
-		newRepo:  func(owner string) (fullRepo[taskansi.DB], error) { return taskansi.New(dialect, owner) },
-		effect:   effect,
-		exec: func(ctx context.Context, db taskansi.DB, statement string, args ...any) error {
-			_, err := db.ExecContext(ctx, statement, args...)
-			return err
-		},
-		count: func(ctx context.Context, db taskansi.DB, query string, args ...any) (n int, err error) {
-			err = db.QueryRowContext(ctx, query, args...).Scan(&n)
-			return n, err
-		},
-		param: param,
 	}
 }
 

@@ -66,6 +66,20 @@
 // dropped and its completion's transaction rolled back for the task. The
 // Listener hears EventCancelled, and Manager.Stats counts Cancelled.
 //
+// # Deadlines and the pool
+//
+// Every statement the runtime sends of its own has a deadline of half the
+// expiry (WithExpiry), and its transactions are bounded on the server to
+// the same (taskapi.Bounded, taskapi.Bounder): a connection that goes
+// silent costs a statement, tried again on another connection, not a task
+// held under a live owner. A completion function's own run is not
+// bounded. Each run of a completion function whose transaction did not
+// commit is an attempt of the retry policy; after MaxAttempts the tasks
+// fail with the last error. A handler that holds connections while its
+// functions run (ParallelTx, a Composite's contexts) must fit in the pool
+// beside two that the runtime keeps for its own work: Start refuses it
+// otherwise, naming the numbers.
+//
 // # Stopping
 //
 // Stop is staged: polling stops at once, then Stop waits for the batches in

@@ -74,6 +74,7 @@ func (s *batchSettler[Tx]) finish(b *Batch, how string, e Event) {
 	whole := b.finish(how)
 	if whole != nil {
 		s.slot()
+		whole.crew.unreserve(whole) // a batch given up before its handler took it
 	}
 	e.Topic, e.Duration = b.topic, time.Since(b.polled)
 	s.m.stats.settled(e)
@@ -81,5 +82,12 @@ func (s *batchSettler[Tx]) finish(b *Batch, how string, e Event) {
 	// Last: a Stop that waits for the batches in flight returns after it.
 	if whole != nil {
 		s.m.update(func() { delete(s.r.batches, whole) })
+	}
+	if b.root().crew != nil {
+		// The loop of a per-task handler polled beside the batch, maybe
+		// before what this settles made tasks pollable (a retry due soon,
+		// the next task of an identifier under SingularByIdentifier): it
+		// polls again rather than wait its pause (see Manager.signal).
+		s.m.signal()
 	}
 }

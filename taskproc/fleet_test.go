@@ -25,6 +25,7 @@ type spans struct {
 	mu      sync.Mutex
 	all     []span
 	leaders map[string]bool // the owners that began a term
+	begun   int             // the terms begun
 	wg      sync.WaitGroup
 }
 
@@ -39,6 +40,7 @@ func (s *spans) callback(owner string) func(ctx context.Context, term taskapi.Te
 			s.leaders = map[string]bool{}
 		}
 		s.leaders[owner] = true
+		s.begun++
 		s.mu.Unlock()
 		<-ctx.Done()
 		s.mu.Lock()
@@ -60,6 +62,13 @@ func (s *spans) overlaps() []string {
 		}
 	}
 	return out
+}
+
+// terms returns how many terms have begun.
+func (s *spans) terms() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.begun
 }
 
 // led reports whether owner has begun a term.

@@ -16,7 +16,8 @@ import (
 // A Manager calls Handle on its poll loop and polls again when it returns:
 // a handler that settles before returning processes one batch at a time, and
 // one that hands the batch on (Buffered) lets the loop poll the next one
-// meanwhile. ctx is the batch's context: it carries the values of the
+// meanwhile. Parallel and ParallelTx are called off the loop, which polls
+// for their free workers meanwhile. ctx is the batch's context: it carries the values of the
 // context the runtime was started with, and is cancelled when the runtime
 // gives up on the batch (a Stop whose context ended).
 type Handler interface {

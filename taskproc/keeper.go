@@ -34,7 +34,8 @@ var errLate = errors.New("taskproc: no heartbeat confirmed within the expiry")
 // VM paused, a heartbeat that waited long) fences it just the same: the
 // Client never carries on with claims another process may have taken.
 type keeper[Tx any] struct {
-	transact  Transact[Tx]
+	own       runner[Tx]            // its transactions, bounded (see bound.go)
+	beats     runner[Tx]            // its heartbeats, bounded by the interval too, so that one that went silent is tried again well before the owner would fence
 	managers  func() []*Manager[Tx] // the Client's, whose tasks it keeps
 	s         settings
 	successor func(previous string) (Repository[Tx], error)
@@ -52,7 +53,7 @@ type keeper[Tx any] struct {
 // newKeeper returns the keeper of the owner of repo, which runs its
 // transactions through transact and keeps the tasks of managers.
 func newKeeper[Tx any](repo Repository[Tx], transact Transact[Tx], managers func() []*Manager[Tx], s settings) (*keeper[Tx], error) {
-	k := &keeper[Tx]{transact: transact, managers: managers, s: s, repo: repo}
+	k := &keeper[Tx]{own: runner[Tx]{transact, s.bound()}, beats: runner[Tx]{transact, min(s.bound(), s.heartbeat)}, managers: managers, s: s, repo: repo}
 	if s.successor != nil {
 		fn, ok := s.successor.(func(previous string) (Repository[Tx], error))
 		if !ok {
@@ -76,7 +77,7 @@ func (k *keeper[Tx]) register(ctx context.Context) error {
 	repo := k.owner()
 	sent := time.Now()
 	err := retryConflicts(ctx, func() error {
-		return k.transact(ctx, func(tx Tx) error {
+		return k.own.run(ctx, func(ctx context.Context, tx Tx) error {
 			_, err := repo.Register(ctx, tx)
 			return err
 		})
@@ -183,18 +184,29 @@ func (k *keeper[Tx]) late() bool {
 	return k.s.expiry > 0 && time.Since(k.lastSent()) >= k.s.expiry
 }
 
-// heartbeat sends repo's heartbeat, trying again after conflicts until
-// heartbeatDeadline.
-// It returns when the heartbeat that went through was sent.
+// heartbeat sends repo's heartbeat, each attempt bounded (see bound.go),
+// and tries again after a conflict or a failure of the database, on
+// another connection, until heartbeatDeadline: one connection that went
+// silent costs an attempt, not the owner's life. It returns when the
+// heartbeat that went through was sent.
 func (k *keeper[Tx]) heartbeat(ctx context.Context, repo Repository[Tx]) (time.Time, error) {
 	ctx, cancel := context.WithDeadline(ctx, k.heartbeatDeadline())
 	defer cancel()
-	var sent time.Time
-	err := retryConflicts(ctx, func() error {
-		sent = time.Now()
-		return k.transact(taskapi.SingleStatement(ctx), func(tx Tx) error { return repo.Heartbeat(ctx, tx) })
-	})
-	return sent, err
+	b := newBackoff()
+	for {
+		sent := time.Now()
+		err := k.beats.run(taskapi.SingleStatement(ctx), func(ctx context.Context, tx Tx) error { return repo.Heartbeat(ctx, tx) })
+		if err == nil || !retryable(err) || b.wait(ctx) != nil {
+			return sent, err
+		}
+	}
+}
+
+// retryable reports whether an attempt of the runtime's that failed with
+// err may go through when tried again: the database refused it for a
+// concurrent transaction, did not answer, or did not answer in time.
+func retryable(err error) bool {
+	return errors.Is(err, taskapi.ErrConflict) || errors.Is(err, taskapi.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // heartbeatDeadline is how long a heartbeat may try: one interval, or, with
@@ -259,7 +271,7 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 		}
 	}
 	sent := time.Now()
-	err := k.transact(ctx, func(tx Tx) error {
+	err := k.own.run(ctx, func(ctx context.Context, tx Tx) error {
 		_, err := next.Register(ctx, tx)
 		return err
 	})
@@ -288,7 +300,7 @@ func (k *keeper[Tx]) maintain(ctx context.Context, repo Repository[Tx]) {
 		k.sweep(ctx, repo)
 	}
 	if k.s.purge > 0 && k.due(&k.lastPurge, min(purgeEvery, k.s.purge)) {
-		k.try(ctx, repo, func(tx Tx) error {
+		k.try(ctx, repo, func(ctx context.Context, tx Tx) error {
 			_, err := repo.PurgeOwners(ctx, tx, k.s.purge)
 			return err
 		})
@@ -318,7 +330,7 @@ func (k *keeper[Tx]) due(last *time.Time, every time.Duration) bool {
 // Client's topics, if asked (see rescue).
 func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 	if k.s.expiry > 0 {
-		k.try(ctx, repo, func(tx Tx) error {
+		k.try(ctx, repo, func(ctx context.Context, tx Tx) error {
 			_, err := repo.Expire(ctx, tx, k.s.expiry)
 			return err
 		})
@@ -333,8 +345,8 @@ func (k *keeper[Tx]) sweep(ctx context.Context, repo Repository[Tx]) {
 }
 
 // try runs fn in a transaction and tells of its failure.
-func (k *keeper[Tx]) try(ctx context.Context, repo Repository[Tx], fn func(tx Tx) error) {
-	if err := k.transact(ctx, fn); err != nil {
+func (k *keeper[Tx]) try(ctx context.Context, repo Repository[Tx], fn func(ctx context.Context, tx Tx) error) {
+	if err := k.own.run(ctx, fn); err != nil {
 		k.s.notify(Event{Kind: EventMaintenanceFailed, Owner: repo.Owner(), Err: err})
 	}
 }

@@ -136,7 +136,7 @@ func (l *leadership[Tx]) round(ctx context.Context, renewOnly bool) {
 	// A conflict with another process's election (a MySQL deadlock, say)
 	// is no failed renewal: the round tries again within its time.
 	err := retryConflicts(ctx, func() error {
-		return l.m.transact(ctx, func(tx Tx) (err error) {
+		return l.m.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 			if leading {
 				next, ok, err = leader.Renew(ctx, tx, term, l.ttl)
 			} else {
@@ -210,7 +210,7 @@ func (l *leadership[Tx]) lose(cause error, concede bool) {
 	l.m.hold(holdLeader, true)
 	cancel()
 	for _, b := range l.m.inFlight() {
-		if b.term == term.Number {
+		if b.term.Number == term.Number {
 			b.revoke(ErrTermLost)
 		}
 	}
@@ -224,7 +224,29 @@ func (l *leadership[Tx]) lose(cause error, concede bool) {
 func (l *leadership[Tx]) concede(leader taskapi.Leader[Tx], term taskapi.Term) {
 	ctx, stop := context.WithTimeout(context.Background(), l.ttl/3)
 	defer stop()
-	if err := l.m.transact(ctx, func(tx Tx) error { return leader.Concede(ctx, tx, term) }); err != nil {
+	if err := l.m.own.run(ctx, func(ctx context.Context, tx Tx) error { return leader.Concede(ctx, tx, term) }); err != nil {
 		l.m.s.logger.Warn("taskproc: concede a term", "topic", l.m.topic, "term", term.Number, "err", err)
 	}
+}
+
+// hold ends the transaction of a settlement of a batch polled under a term
+// of leadership (WithLeadership): it commits only while the term is
+// current in the database, checked last, in its own SQL, which holds off
+// the next term until it has ended (taskapi.Leader's Hold). A term that
+// is over refuses the settlement, whatever the local timers say: a leader
+// stopped, slowed or misled by a clock never settles after another
+// process leads. Nothing to do for a batch polled under no term.
+func (s *batchSettler[Tx]) hold(ctx context.Context, tx Tx, b *Batch, o *outcome) error {
+	if b.term.Number == 0 {
+		return nil
+	}
+	leader, ok := s.repo.(taskapi.Leader[Tx])
+	if !ok {
+		return nil // the repository issued the term: it is a Leader
+	}
+	current, err := leader.Hold(ctx, tx, b.term)
+	if err == nil && !current {
+		o.termLost, err = true, fmt.Errorf("%w: term %d of %q is over in the database", ErrTermLost, b.term.Number, b.topic)
+	}
+	return err
 }

@@ -15,8 +15,9 @@ import (
 const firstBackoff = 10 * time.Millisecond
 
 // loop is a poll loop of r, woken through wake; it returns when Stop
-// begins, or dies of a panic of the limiter (EventFatal).
-func (m *Manager[Tx]) loop(r *run, wake chan struct{}) {
+// begins, or dies of a panic of the limiter (EventFatal). c is its crew
+// for a per-task handler, nil for any other.
+func (m *Manager[Tx]) loop(r *run, wake chan struct{}, c *crew) {
 	defer func() {
 		var fatal error
 		if p := recover(); p != nil {
@@ -33,7 +34,7 @@ func (m *Manager[Tx]) loop(r *run, wake chan struct{}) {
 			m.wait(r, wake, 0)
 			continue
 		}
-		switch err := m.once(r, wake); {
+		switch err := m.once(r, wake, c); {
 		case errors.Is(err, ErrQueueFull):
 			m.wait(r, wake, m.s.pause)
 		case err != nil:
@@ -63,8 +64,17 @@ func (m *Manager[Tx]) held() bool {
 // returned: a batch polled while the topic stopped claiming (paused,
 // drained, its term lost, its owner fenced) is given back unrun. claiming
 // counts the loops in between, so that Drained never reports a loop that
-// may still claim.
-func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
+// may still claim. With a crew (c), the loop first waits for room in it,
+// and polls no more tasks than that.
+func (m *Manager[Tx]) once(r *run, wake chan struct{}, c *crew) error {
+	size := m.s.size
+	if c != nil {
+		room := c.await(r.loopCtx.Done())
+		if room == 0 {
+			return nil // stopping
+		}
+		size = min(size, room)
+	}
 	slot, err := m.s.limiter.Acquire(r.loopCtx, m.topic)
 	switch {
 	case r.loopCtx.Err() != nil:
@@ -87,10 +97,10 @@ func (m *Manager[Tx]) once(r *run, wake chan struct{}) error {
 		return nil
 	}
 	m.polling.RLock()
-	tasks, err := m.poll(r.ctx, term)
+	tasks, err := m.poll(r.ctx, term, size)
 	var b *Batch
 	if len(tasks) > 0 {
-		b = m.newBatch(r, tasks, slot, term)
+		b = m.newBatch(r, tasks, slot, term, c)
 	}
 	m.polling.RUnlock()
 	if err != nil {
@@ -155,11 +165,18 @@ func (m *Manager[Tx]) wait(r *run, wake chan struct{}, d time.Duration) {
 	}
 }
 
-// poll polls a batch in a transaction of its own, which first reads when
-// the next deferred task is due, if that may have changed (see dueWatch).
-// Under leadership the poll claims only while term is current.
-func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Task, error) {
+// poll polls a batch of up to size tasks in a transaction of its own,
+// which first reads when the next deferred task is due, if that may have
+// changed (see dueWatch). Under leadership the poll claims only while term
+// is current.
+func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term, size int) ([]taskapi.Task, error) {
 	opts := []taskapi.PollOption{m.s.order, m.s.condition}
+	if m.s.revival {
+		// Expired tasks come back in their place (see rescue): an
+		// identifier's later task waits behind them, so that its order
+		// holds across the crash of a process.
+		opts = append(opts, taskapi.AwaitRevival{})
+	}
 	if term.Number > 0 {
 		opts = append(opts, term)
 	}
@@ -176,7 +193,7 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Ta
 	if !wanted {
 		ctx = taskapi.SingleStatement(ctx) // the poll alone: no BEGIN and COMMIT where the backend can
 	}
-	err := m.transact(ctx, func(tx Tx) (err error) {
+	err := m.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 		// NextDue before the poll: a task that becomes due in between is
 		// then either polled or waited for, never missed.
 		if wanted {
@@ -187,7 +204,7 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Ta
 				return err
 			}
 		}
-		tasks, err = repo.Poll(ctx, tx, m.topic, m.s.size, opts...)
+		tasks, err = repo.Poll(ctx, tx, m.topic, size, opts...)
 		return err
 	})
 	if err != nil {
@@ -204,28 +221,43 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term) ([]taskapi.Ta
 }
 
 // newBatch makes a batch of tasks polled under term that holds slot until
-// it is settled.
-func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func(), term taskapi.Term) *Batch {
+// it is settled, and room in c, the loop's crew, if it has one, until its
+// handler gives it to c.
+func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func(), term taskapi.Term, c *crew) *Batch {
 	writes, stopWrites := context.WithCancelCause(context.WithoutCancel(r.ctx))
 	ctx, cancel := context.WithCancelCause(writes)
 	b := &Batch{topic: m.topic, tasks: tasks, polled: time.Now(), ctx: ctx, cancel: cancel,
-		writes: writes, stopWrites: stopWrites, term: term.Number, done: make(chan struct{})}
+		writes: writes, stopWrites: stopWrites, term: term, done: make(chan struct{})}
 	repo := m.repository()
 	b.settler, b.repo = &batchSettler[Tx]{m: m, r: r, repo: repo, slot: slot}, repo
+	if c != nil {
+		b.crew = c
+		c.reserve(b)
+	}
 	m.update(func() { r.batches[b] = struct{}{} })
 	m.stats.polled(len(tasks))
 	m.s.notify(Event{Kind: EventPolled, Topic: m.topic, Tasks: tasks})
 	return b
 }
 
-// dispatch hands b to the handler on the loop's goroutine, unless Stop
-// began meanwhile (then b goes back at once).
+// dispatch hands b to the handler on the loop's goroutine, or, for a
+// per-task handler (b has a crew), on a goroutine of its own, so that the
+// loop polls for the crew's free workers meanwhile; unless Stop began
+// meanwhile (then b goes back at once).
 func (m *Manager[Tx]) dispatch(r *run, b *Batch) {
 	if r.loopCtx.Err() != nil {
 		b.revoke(errStopped)
 		return
 	}
 	m.s.notify(Event{Kind: EventDispatched, Topic: m.topic, Tasks: b.tasks})
+	if b.crew != nil {
+		m.update(func() { r.handlers++ })
+		go func() {
+			defer m.update(func() { r.handlers-- })
+			runHandler(m.handler, b.ctx, b)
+		}()
+		return
+	}
 	m.update(func() { r.inHandler++ })
 	runHandler(m.handler, b.ctx, b)
 	m.update(func() { r.inHandler-- })

@@ -122,7 +122,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 		var calls atomic.Int32
 		transact := func(ctx context.Context, fn func(tx Tx) error) error {
 			err := e.transact(ctx, fn)
-			if calls.Add(1) == 2 { // the first is Start's, which reads the topics
+			if calls.Add(1) == 3 { // the first two are Start's, which asks for the pool's size and reads the topics
 				close(polled)
 				<-resumed
 			}
@@ -206,7 +206,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 		var calls atomic.Int32
 		lost := func(ctx context.Context, fn func(tx Tx) error) error {
 			err := e.transact(ctx, fn)
-			if calls.Add(1) == 2 && err == nil { // the first is Start's, which reads the topics
+			if calls.Add(1) == 3 && err == nil { // the first two are Start's, which asks for the pool's size and reads the topics
 				return errors.New("connection lost after COMMIT")
 			}
 			return err

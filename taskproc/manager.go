@@ -39,6 +39,7 @@ type Manager[Tx any] struct {
 	topic      string
 	handler    Handler
 	transact   Transact[Tx]
+	own        runner[Tx] // the runtime's own transactions, bounded (see bound.go)
 	s          settings
 	repo       atomic.Pointer[repoBox[Tx]]
 	holds      atomic.Int32 // why the loop claims nothing: a bit per reason (see hold)
@@ -85,6 +86,7 @@ type run struct {
 	loops       int // loop goroutines that have not returned
 	schedules   int // schedule goroutines that have not returned
 	inHandler   int // loop goroutines inside the handler
+	handlers    int // goroutines of a per-task handler off the loops, and its crews' workers (see crew.go)
 	batches     map[*Batch]struct{}
 	stopping    bool
 	interrupted bool          // a Stop's context ended before every batch was settled
@@ -115,10 +117,13 @@ func newManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string
 	if err != nil {
 		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
 	}
-	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, s: s, changed: make(chan struct{}),
+	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, own: runner[Tx]{transact, s.bound()}, s: s, changed: make(chan struct{}),
 		due: newDueWatch(s), schedules: schedules, clock: s.clock}
 	if m.clock == nil {
 		m.clock = &clockOffset{}
+	}
+	if m.s.gate == nil {
+		m.s.gate = &connGate{}
 	}
 	m.repo.Store(&repoBox[Tx]{repo})
 	return m, nil
@@ -148,8 +153,12 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 	if m.run != nil {
 		return fmt.Errorf("taskproc: start the manager of %q: %w", m.topic, ErrRunning)
 	}
-	if !m.s.managed { // a Client checks its topics itself, all at once
-		if err := registered(ctx, m.transact, m.repository(), []string{m.topic}); err != nil {
+	if !m.s.managed { // a Client checks its pool and topics itself, all at once
+		err := sizePool(ctx, m.transact, m.s.gate, []demand{demandOf(m)})
+		if err == nil {
+			err = registered(ctx, m.transact, m.repository(), []string{m.topic})
+		}
+		if err != nil {
 			return fmt.Errorf("taskproc: start the manager of %q: %w", m.topic, err)
 		}
 	}
@@ -175,13 +184,23 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 	for range m.s.pollers {
 		wake := make(chan struct{}, 1)
 		r.wakes = append(r.wakes, wake)
-		go m.loop(r, wake)
+		go m.loop(r, wake, m.crewFor(r))
 	}
 	r.schedules = len(m.schedules)
 	for _, s := range m.schedules {
 		go m.runSchedule(r, s)
 	}
 	return nil
+}
+
+// crewFor returns a crew of r for a loop of a per-task handler, nil for
+// any other handler: the loop then hands its batches over on itself.
+func (m *Manager[Tx]) crewFor(r *run) *crew {
+	h, ok := m.handler.(perTaskHandler)
+	if !ok {
+		return nil
+	}
+	return newCrew(h.workers(), m.s.size, func(delta int) { m.update(func() { r.handlers += delta }) })
 }
 
 // Active reports whether the loop runs: false once stopped, and false when
@@ -263,7 +282,7 @@ func (m *Manager[Tx]) shutdown(r *run) {
 			errs = append(errs, fmt.Errorf("taskproc: stop the handler of %q: %w", m.topic, err))
 		}
 	}
-	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && r.schedules == 0 && len(r.batches) == 0 }) != nil {
+	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && r.schedules == 0 && r.handlers == 0 && len(r.batches) == 0 }) != nil {
 		m.interrupt(r)
 	}
 	close(r.unelect)

@@ -57,6 +57,7 @@ type settings struct {
 	now        func() time.Time // WithClock's; nil for the database's clock as estimated
 	clock      *clockOffset     // the Client's measure of the database's clock; nil for a Manager alone
 	schedules  []Schedule
+	gate       *connGate // the turns of the handlers' transactions, the Client's or the Manager's own (see pool.go)
 }
 
 // Defaults of the options.
@@ -124,7 +125,10 @@ func WithExpiry(d time.Duration) ClientOption {
 // WithRevival makes the keeper revive the expired tasks of the Client's
 // topics whenever it expires (ReviveReset: Ready again, in their place), so
 // that the work of crashed processes resumes by itself; a task rescued so
-// too often ends with Failure instead (WithRescues).
+// too often ends with Failure instead (WithRescues). Polls under a
+// SingularByIdentifier condition then wait behind an Expired task of the
+// identifier as behind an Active one (taskapi.AwaitRevival), so that an
+// identifier's order holds across the crash of a process.
 // An option of the Client only.
 func WithRevival() ClientOption {
 	return clientOption(func(s *settings) { s.revival = true })
@@ -177,7 +181,9 @@ func WithReconcile(d time.Duration) ClientOption {
 // topic are in flight at once and the handler is called from n goroutines:
 // it must be safe for that (Sequential, Parallel, Buffered and Composite
 // are). More pollers let workers that complete faster than one poll's round
-// trip keep busy.
+// trip keep busy. A loop of Parallel or ParallelTx has n workers of its
+// own, and polls for them as they become free rather than once a batch is
+// settled, holding at most WithSize tasks.
 func WithPollers(n int) TopicOption { return func(s *settings) { s.pollers = n } }
 
 // WithGrace sets how long a Stop whose context ended waits, after it

@@ -58,7 +58,7 @@ func (s *batchSettler[Tx]) readBack(ctx context.Context, how settlement, live []
 	}
 	var info taskapi.Info
 	var found bool
-	err = s.m.transact(ctx, func(tx Tx) (err error) {
+	err = s.m.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 		info, found, err = s.repo.Lookup(ctx, tx, s.m.topic, o.evidence.Sequence)
 		return err
 	})

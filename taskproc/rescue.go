@@ -31,7 +31,7 @@ func WithRescues(n int) TopicOption {
 // doing the same at once takes some of them; those are left to it.
 func (m *Manager[Tx]) rescue(ctx context.Context, repo Repository[Tx]) error {
 	var page []taskapi.Info
-	err := m.transact(ctx, func(tx Tx) (err error) {
+	err := m.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 		page, err = repo.Page(ctx, tx, m.topic, taskapi.Listing{States: []taskapi.State{taskapi.Expired}}, taskapi.Inception, rescuePage, taskapi.Forward)
 		return err
 	})
@@ -54,7 +54,7 @@ func (m *Manager[Tx]) rescue(ctx context.Context, repo Repository[Tx]) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cleanupTime())
 	defer cancel()
 	for len(again)+len(poison) > 0 {
-		err = m.transact(ctx, func(tx Tx) error {
+		err = m.own.run(ctx, func(ctx context.Context, tx Tx) error {
 			if len(again) > 0 {
 				if _, err := repo.ReviveTasks(ctx, tx, m.topic, taskapi.ReviveReset, again...); err != nil {
 					return err

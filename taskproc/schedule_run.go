@@ -48,7 +48,7 @@ func (m *Manager[Tx]) pushPeriods(ctx context.Context, s schedule) error {
 	var pushed []taskapi.Task
 	err := retryConflicts(ctx, func() error {
 		pushed = nil
-		return m.transact(ctx, func(tx Tx) error {
+		return m.own.run(ctx, func(ctx context.Context, tx Tx) error {
 			mark, err := repo.Mark(ctx, tx, m.topic, s.Name)
 			if err != nil {
 				return err

@@ -23,6 +23,12 @@ import (
 //     broke. Only when the tasks are still Active under this owner did it
 //     not commit; only then does a completion function (CompleteTx) run
 //     again, so that the caller's writes in it commit once.
+//   - Each run of a completion function whose transaction did not commit
+//     counts as an attempt of the retry policy (WithRetry): once its
+//     MaxAttempts ran so, the tasks end with Failure and the last error,
+//     instead of running the function for ever (a transaction that a
+//     server-side timeout ends each time, say). A database that does not
+//     answer costs no run: the read-back waits for its answer.
 //   - A settlement the database refuses for what it says (a decision for
 //     a task not in the batch, an output that is not text, a completion
 //     function's own error) fails the batch instead; the failure is
@@ -72,6 +78,8 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error
+	ran       bool            // a completion function that takes the transaction ran: a rerun repeats what it did
+	termLost  bool            // the term the batch was polled under is over in the database: nothing was written
 	wrote     bool            // the attempt asked to commit all it had to write, or sent it as one statement (alone): only then may it have committed
 	fnErr     error           // the completion function's own error
 	refused   bool            // err is the database's or the runtime's refusal of what the settlement says
@@ -87,6 +95,7 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 	live := b.tasks
 	bo := s.m.backoff()
 	var refusal error // why a completion became a failure
+	runs := 0         // runs of a completion function whose transaction did not commit
 	for {
 		if cause := b.revoked(); cause != nil && how.intent != toAbandon && (how.intent != toRelease || errors.Is(cause, ErrFenced)) {
 			how = giveUp(cause) // a fenced owner writes nothing, not even a release
@@ -120,8 +129,18 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 				s.m.s.logger.Warn("taskproc: tasks of a batch are not this owner's any more", "topic", b.topic, "sequences", v.stale)
 			}
 			live = v.held
+		case termOver: // given up as a lost term is: the tasks go back to Ready
+			s.m.loseTerm(v.o.err)
+			b.root().revoke(ErrTermLost)
+			how = giveUp(ErrTermLost)
 		case notCommitted:
 			live = v.held
+			if v.o.ran {
+				if runs++; runs >= s.m.s.retry.MaxAttempts {
+					how = settlement{intent: toFail, cause: fruitless(runs, v.o.err)}
+					continue
+				}
+			}
 			wait := bo.next()
 			s.retrying(b, live, v.o.err, wait)
 			if b.revoked() == nil {
@@ -129,6 +148,12 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 			}
 		}
 	}
+}
+
+// fruitless is the failure of tasks whose completion function ran runs
+// times without its transaction committing, the last time for err.
+func fruitless(runs int, err error) error {
+	return fmt.Errorf("taskproc: the completion function ran %d times (the retry policy's MaxAttempts) and its transaction never committed; the last time: %w", runs, err)
 }
 
 // A verdict is what an attempt of a settlement came to.
@@ -142,6 +167,7 @@ const (
 	partlyTaken                      // some tasks are another owner's now: try again without them
 	taken                            // every task is another owner's now: nothing written
 	unknown                          // the database could not tell whether it committed
+	termOver                         // the term the batch was polled under is over: the batch is given up
 )
 
 // tried is an attempt's verdict, with its outcome, the tasks this owner
@@ -166,6 +192,8 @@ func (s *batchSettler[Tx]) try(b *Batch, how settlement, live []taskapi.Task) tr
 	switch {
 	case o.err == nil:
 		return tried{verdict: committed, o: o}
+	case o.termLost:
+		return tried{verdict: termOver, o: o}
 	case o.refused && how.intent == toComplete:
 		return tried{verdict: refusedCompletion, o: o}
 	case o.refused:
@@ -192,11 +220,11 @@ func (s *batchSettler[Tx]) try(b *Batch, how settlement, live []taskapi.Task) tr
 // decidedBy is how the tasks of b in live are settled when the completion
 // function failed with err, rolled back, or the database refused what it
 // decided: as a TaskFunc's error decides a task. A retry or a snooze is
-// written as a completion that decides no task, an interrupted run is
-// released, a ResultError gives its result, and any other error fails the
-// tasks with its text.
+// written as a completion that decides no task, an interrupted run and one
+// that decided cancelled tasks are released, a ResultError gives its
+// result, and any other error fails the tasks with its text.
 func (b *Batch) decidedBy(err error, live []taskapi.Task) settlement {
-	if errors.Is(err, errInterrupted) {
+	if errors.Is(err, errInterrupted) || errors.Is(err, errDecidedCancelled) {
 		return settlement{intent: toRelease}
 	}
 	if a, ok := afterwardsOf(err); ok {
@@ -242,7 +270,25 @@ func (s *batchSettler[Tx]) lockFor(b *Batch, how settlement, live []taskapi.Task
 
 // attempt writes how for live in one transaction: one statement that
 // commits by itself where the write is one (see alone).
+//
+// The attempt is bounded (see bound.go): as a whole, or, when it runs a
+// completion function that takes the transaction, but for the function's
+// own run.
 func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task) outcome {
+	var w *watchdog
+	if how.intent == toComplete && takesTx[Tx](how.completion) {
+		leave, err := s.m.s.gate.enter(ctx) // a turn among the handlers' transactions (see pool.go)
+		if err != nil {
+			return outcome{err: fmt.Errorf("taskproc: wait for a connection the handlers may take: %w", err)}
+		}
+		defer leave()
+		ctx, w = watch(ctx, s.m.own.d)
+		defer w.stop()
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = s.m.own.bounded(ctx)
+		defer cancel()
+	}
 	alone := alone(b, how, live)
 	if alone {
 		ctx = taskapi.SingleStatement(ctx)
@@ -253,12 +299,15 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 		var err error
 		switch how.intent {
 		case toComplete:
-			err = s.complete(ctx, tx, b, how.completion, live, &o)
+			err = s.complete(ctx, tx, b, how.completion, live, &o, w)
 		case toFail:
 			o.evidence, o.completes = &live[0], []taskapi.State{taskapi.Failed}
 			err = s.repo.Complete(ctx, tx, b.topic, failures(live, how.cause)...)
 		default:
 			err = s.repo.Release(ctx, tx, b.topic, live...)
+		}
+		if err == nil && how.intent != toRelease {
+			err = s.hold(ctx, tx, b, &o)
 		}
 		// A statement alone commits as it runs: once it may have been sent
 		// (nothing refused it first), only the read-back can tell.
@@ -273,9 +322,17 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 	return o
 }
 
+// takesTx reports whether completion is a completion function that takes
+// the transaction (CompleteTx's), whose run is the caller's own work.
+func takesTx[Tx any](completion any) bool {
+	_, ok := completion.(func(context.Context, Tx) (Decisions, error))
+	return ok
+}
+
 // alone reports whether an attempt of how writes one statement: a failure,
 // or a completion whose function takes no transaction and none of whose
-// tasks is marked to be retried or snoozed. Such an attempt runs on a
+// tasks is marked to be retried or snoozed; never one of a batch polled
+// under a term, whose transaction ends with the term's check (see hold). Such an attempt runs on a
 // context marked taskapi.SingleStatement, so that a backend may send it
 // without BEGIN and COMMIT, which at everyday rates are most of a
 // completion's round trips. The settlement is as exactly-once as in a
@@ -283,6 +340,9 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 // after it may have been sent is read back (see readBack) as a failed
 // COMMIT is.
 func alone(b *Batch, how settlement, live []taskapi.Task) bool {
+	if b.term.Number > 0 {
+		return false
+	}
 	switch how.intent {
 	case toFail:
 		return true
@@ -294,12 +354,36 @@ func alone(b *Batch, how settlement, live []taskapi.Task) bool {
 }
 
 // complete runs a completion function and records its decisions in tx.
-func (s *batchSettler[Tx]) complete(ctx context.Context, tx Tx, b *Batch, completion any, live []taskapi.Task, o *outcome) error {
+// The watchdog w of a function that takes the transaction rests while the
+// function runs, and the rest of the transaction is bounded on the server
+// once it returned (taskapi.Bounder).
+func (s *batchSettler[Tx]) complete(ctx context.Context, tx Tx, b *Batch, completion any, live []taskapi.Task, o *outcome, w *watchdog) error {
 	b.after, b.live = nil, live
+	if w != nil {
+		w.pause()
+		o.ran = true
+	}
 	d, err := runCompletion(ctx, tx, completion)
+	if w != nil {
+		w.resume()
+	}
 	if err != nil {
 		o.fnErr = err
 		return err
+	}
+	if w != nil {
+		if err := decidedCancelled(b, live, d); err != nil {
+			o.fnErr, o.refused = err, true // what it wrote for them must not commit
+			return err
+		}
+		// The runtime's statements from here on are bounded as those of its
+		// own transactions are, on the server and in their patience.
+		ctx = taskapi.Bounded(ctx, w.d)
+		if bounder, ok := s.repo.(taskapi.Bounder[Tx]); ok {
+			if err := bounder.Bound(ctx, tx, w.d); err != nil {
+				return err
+			}
+		}
 	}
 	completions, err := completionsOf(b.tasks, live, d)
 	if err != nil {

@@ -147,8 +147,8 @@ func settleCases[Tx any](cases map[string]suiteCase[Tx]) {
 			calls++
 			n := calls
 			mu.Unlock()
-			if n > 2 && n-3 < len(failures) { // Start's read of the topics and the poll go through
-				return failures[n-3]
+			if n > 3 && n-4 < len(failures) { // Start's question of the pool's size, its read of the topics and the poll go through
+				return failures[n-4]
 			}
 			return e.transact(ctx, fn)
 		}

@@ -31,48 +31,59 @@ func Sequential(fn TaskFunc) Handler {
 	})
 }
 
-// Parallel returns a Handler that decides the tasks of each batch with fn on
-// up to n goroutines, and completes the batch with the decisions. Tasks with
-// the same identifier are decided one after the other in sequence order,
-// while the other identifiers go on: one slow identifier holds up no other.
-// n below one is one. When ctx ends, it decides no more tasks, as
-// Sequential does.
+// Parallel returns a Handler that decides the tasks of each batch with fn
+// on up to n goroutines, and completes the batch with the decisions. Tasks
+// with the same identifier are decided one after the other in sequence
+// order, also across the batches of one poll loop, while the other
+// identifiers go on: one slow identifier holds up no other. Its Manager
+// polls again whenever a worker is free (see WithPollers), not once a
+// whole batch is settled. n below one is one. When ctx ends, it decides no
+// more tasks, as Sequential does.
 func Parallel(n int, fn TaskFunc) Handler {
-	n = max(n, 1)
-	return HandlerFunc(func(ctx context.Context, b *Batch) error {
-		groups := byIdentifier(b.tasks)
-		work := make(chan []taskapi.Task)
-		var (
-			mu        sync.Mutex
-			decisions = make(Decisions, len(b.tasks))
-			wg        sync.WaitGroup
-		)
-		for range min(n, len(groups)) {
-			wg.Go(func() {
-				for group := range work {
-					for _, task := range group {
-						if ctx.Err() != nil {
-							b.marked.Store(task, interrupted)
-							continue
-						}
-						if b.isCancelled(task) {
-							continue
-						}
-						d := b.decide(ctx, fn, task)
-						mu.Lock()
-						decisions[task] = d
-						mu.Unlock()
-					}
-				}
-			})
+	return &parallel{n: max(n, 1), fn: fn}
+}
+
+// parallel is the Handler of Parallel.
+type parallel struct {
+	n  int
+	fn TaskFunc
+}
+
+// workers says that a batch is decided on up to n workers.
+func (h *parallel) workers() int { return h.n }
+
+// Handle decides the tasks of b on the workers and completes b.
+func (h *parallel) Handle(ctx context.Context, b *Batch) error {
+	var (
+		mu        sync.Mutex
+		decisions = make(Decisions, len(b.tasks))
+	)
+	runGroups(b, h.n, func(group []taskapi.Task) bool {
+		whole := true
+		for _, task := range group {
+			if ctx.Err() != nil {
+				b.marked.Store(task, interrupted)
+				whole = false
+				continue
+			}
+			if b.isCancelled(task) {
+				continue
+			}
+			d := b.decide(ctx, h.fn, task)
+			if a, ok := b.marked.Load(task); ok && a.(afterwards).interrupted && !b.isCancelled(task) {
+				whole = false // it goes back to Ready: the identifier's later tasks must wait
+			}
+			mu.Lock()
+			decisions[task] = d
+			mu.Unlock()
 		}
-		for _, group := range groups {
-			work <- group
+		return whole
+	}, func(group []taskapi.Task) {
+		for _, task := range group {
+			b.marked.Store(task, interrupted)
 		}
-		close(work)
-		wg.Wait()
-		return b.Complete(decisions)
 	})
+	return b.Complete(decisions)
 }
 
 // decide decides task with fn, and marks it for a retry or a snooze when

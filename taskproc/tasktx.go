@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -24,42 +23,52 @@ type TaskTxFunc[Tx any] func(ctx context.Context, tx Tx, task taskapi.Task) (tas
 // task's writes commit exactly once, with its result (a transaction that
 // failed for the database runs fn again only once it was read back not to
 // have committed), and a task's retry or failure leaves the others alone.
-// The next task of an identifier starts once the one before it committed.
+// The next task of an identifier starts once the one before it committed,
+// also across the batches of one poll loop, which polls for the workers
+// that are free rather than once a whole batch is settled (see Parallel).
 // When ctx ends (a Stop that ran out of time), it starts no more tasks, and
 // those it did not start go back to Ready, no attempt counted; a task whose
 // fn returns the error of ctx goes back too. n below one is one. Tx must be
 // the transaction type of the runtime, else every batch fails with an
 // ErrInvalidArgument.
+//
+// Each of the n functions running at once holds a connection of the pool,
+// in its transaction: a Client refuses to start when they do not fit in
+// the pool beside the connections it keeps for its own work (see
+// Client.Start).
 func ParallelTx[Tx any](n int, fn TaskTxFunc[Tx]) Handler {
-	n = max(n, 1)
-	return HandlerFunc(func(ctx context.Context, b *Batch) error {
-		completion := func(context.Context, Tx) (Decisions, error) { return nil, nil }
-		if !b.settler.accepts(completion) {
-			var tx Tx
-			return fmt.Errorf("taskproc: ParallelTx over transactions of type %T for a runtime of another: %w", tx, taskapi.ErrInvalidArgument)
+	return &parallelTx[Tx]{n: max(n, 1), fn: fn}
+}
+
+// parallelTx is the Handler of ParallelTx.
+type parallelTx[Tx any] struct {
+	n  int
+	fn TaskTxFunc[Tx]
+}
+
+// workers says that a batch is decided on up to n workers.
+func (h *parallelTx[Tx]) workers() int { return h.n }
+
+// holds says that a batch holds a connection per function running.
+func (h *parallelTx[Tx]) holds() (int, string) { return h.n, "ParallelTx" }
+
+// Handle settles the tasks of b on up to n goroutines.
+func (h *parallelTx[Tx]) Handle(ctx context.Context, b *Batch) error {
+	completion := func(context.Context, Tx) (Decisions, error) { return nil, nil }
+	if !b.settler.accepts(completion) {
+		var tx Tx
+		return fmt.Errorf("taskproc: ParallelTx over transactions of type %T for a runtime of another: %w", tx, taskapi.ErrInvalidArgument)
+	}
+	runGroups(b, h.n, func(group []taskapi.Task) bool {
+		for _, task := range group {
+			if ctx.Err() != nil || settleTx(ctx, b, task, h.fn) != nil {
+				return false // the rest of the identifier waits: its order holds
+			}
 		}
-		groups := byIdentifier(b.tasks)
-		work := make(chan []taskapi.Task)
-		var wg sync.WaitGroup
-		for range min(n, len(groups)) {
-			wg.Go(func() {
-				for group := range work {
-					for _, task := range group {
-						if ctx.Err() != nil || settleTx(ctx, b, task, fn) != nil {
-							break // the rest of the identifier waits: its order holds
-						}
-					}
-				}
-			})
-		}
-		for _, group := range groups {
-			work <- group
-		}
-		close(work)
-		wg.Wait()
-		b.rest()
-		return nil
-	})
+		return true
+	}, func([]taskapi.Task) {}) // the tasks go back to Ready with the rest
+	b.rest()
+	return nil
 }
 
 // settleTx settles task, a task of b, in a part of its own whose completing
@@ -87,7 +96,10 @@ func settleTx[Tx any](ctx context.Context, b *Batch, task taskapi.Task, fn TaskT
 	if b.isCancelled(task) {
 		return nil // nothing was written for it; the identifier goes on
 	}
-	if errors.Is(err, errInterrupted) || part.revoked() != nil {
+	// The batch's writes end too once its last part is settled: that is
+	// no give-up, and the next task of the identifier, of a later batch,
+	// may go on.
+	if cause := part.revoked(); errors.Is(err, errInterrupted) || (cause != nil && !errors.Is(cause, ErrSettled)) {
 		return errors.Join(err, errInterrupted)
 	}
 	return nil

@@ -52,7 +52,19 @@ func (m *Manager[Tx]) tidy(ctx context.Context) {
 	m.abandoned = nil
 	m.mu.Unlock()
 	held := m.heldTasks()
-	strays := slices.DeleteFunc(kept, func(t taskapi.Task) bool { return held[t.Sequence] })
+	// A kept task that a batch holds (polled again after a give-back that
+	// went through although it failed, or of a batch still settling its
+	// other parts) waits for a later tidy: dropped, it would stay Active
+	// under this live owner for good.
+	var strays, later []taskapi.Task
+	for _, t := range kept {
+		if held[t.Sequence] {
+			later = append(later, t)
+		} else {
+			strays = append(strays, t)
+		}
+	}
+	m.giveBackLater(later)
 	if m.unsure.Load() {
 		owned, err := m.ownActive(ctx, m.repository(), taskapi.Unbounded)
 		if err != nil {
@@ -100,7 +112,7 @@ func (m *Manager[Tx]) heldTasks() map[int64]bool {
 func (m *Manager[Tx]) releaseAbandoned(ctx context.Context, tasks []taskapi.Task) {
 	repo := m.repository()
 	for len(tasks) > 0 {
-		err := m.transact(ctx, func(tx Tx) error { return repo.Release(ctx, tx, m.topic, tasks...) })
+		err := m.own.run(ctx, func(ctx context.Context, tx Tx) error { return repo.Release(ctx, tx, m.topic, tasks...) })
 		stale := staleOf(err)
 		if stale == nil {
 			if err != nil {
@@ -121,7 +133,7 @@ func (m *Manager[Tx]) ownActive(ctx context.Context, repo Repository[Tx], span t
 	var owned []taskapi.Task
 	for cursor := max(span.From-1, taskapi.Inception); ; {
 		var page []taskapi.Info
-		err := m.transact(ctx, func(tx Tx) (err error) {
+		err := m.own.run(ctx, func(ctx context.Context, tx Tx) (err error) {
 			page, err = repo.Page(ctx, tx, m.topic, active, cursor, reclaimPage, taskapi.Forward)
 			return err
 		})

@@ -4,7 +4,9 @@
 // the task, so the tests can count how often a task's work committed. With
 // -mix soak it decides each task as its input asks (see soak.go), with
 // retries and snoozes. It prints "ready" once started and stops cleanly on
-// SIGTERM; the tests kill it with SIGKILL to crash it.
+// SIGTERM; the tests kill it with SIGKILL to crash it. With -mix ordered
+// it runs each task in a transaction of its own, an identifier's tasks in
+// sequence order (see ordered.go).
 //
 // With -report it also prints, a line each, when a handler starts
 // ("started SEQUENCES"), what the runtime told its listener (see
@@ -18,8 +20,9 @@
 // 75 (EX_TEMPFAIL): a supervisor starts it again. -size, -inflight,
 // -pollers and -revive set the poll's size, the batches in flight at most
 // (0: no limit), the topic's poll loops and whether the keeper rescues
-// expired tasks (WithRevival); -listen gives its Notifier a URL of its
-// own, past a pooler in transaction mode.
+// expired tasks (WithRevival); -leadership makes the topic exclusive under
+// terms of that length; -listen gives its Notifier a URL of its own, past
+// a pooler in transaction mode.
 package main
 
 import (
@@ -51,6 +54,7 @@ type config struct {
 	size, inflight         int
 	pollers                int
 	revive                 bool
+	leadership             time.Duration
 }
 
 func main() {
@@ -61,7 +65,7 @@ func main() {
 	flag.StringVar(&c.owner, "owner", "", "the owner's name")
 	flag.DurationVar(&c.expiry, "expiry", 2*time.Second, "taskproc.WithExpiry")
 	flag.DurationVar(&c.work, "work", 10*time.Millisecond, "how long a batch works before it completes")
-	flag.StringVar(&c.mix, "mix", "effects", "how tasks are decided: effects (every task succeeds) or soak (as its input asks)")
+	flag.StringVar(&c.mix, "mix", "effects", "how tasks are decided: effects (every task succeeds), soak (as its input asks) or ordered (task by task, an identifier's in sequence order)")
 	flag.BoolVar(&c.report, "report", false, "print the runtime's events and the outcome of each completion")
 	flag.BoolVar(&c.stubborn, "stubborn", false, "work on whatever the batch's context says, then complete")
 	flag.StringVar(&c.poison, "poison", "", "exit with status 3 on a task with this input")
@@ -69,6 +73,7 @@ func main() {
 	flag.IntVar(&c.inflight, "inflight", 0, "batches in flight at most (taskproc.Bounded); 0: no limit")
 	flag.IntVar(&c.pollers, "pollers", 1, "taskproc.WithPollers")
 	flag.BoolVar(&c.revive, "revive", true, "taskproc.WithRevival")
+	flag.DurationVar(&c.leadership, "leadership", 0, "taskproc.WithLeadership: the topic's term; 0 for none")
 	flag.Parse()
 	if err := run(c); err != nil {
 		log.Printf("worker %s: %v", c.owner, err)
@@ -103,8 +108,11 @@ func run(c config) error {
 		return err
 	}
 	handler, opts := effects(c), []taskproc.ClientOption(nil)
-	if c.mix == "soak" {
+	switch c.mix {
+	case "soak":
 		handler, opts = soak(c.owner, c.work), soakOptions
+	case "ordered":
+		handler, opts = ordered(c.owner, c.work)
 	}
 	opts = append(opts, taskproc.WithExpiry(c.expiry), taskproc.WithHeartbeat(c.expiry/8),
 		taskproc.WithPause(20*time.Millisecond), taskproc.WithSize(c.size), taskproc.WithPollers(c.pollers),
@@ -114,6 +122,9 @@ func run(c config) error {
 	}
 	if c.inflight > 0 {
 		opts = append(opts, taskproc.WithLimiter(taskproc.Bounded(c.inflight)))
+	}
+	if c.leadership > 0 {
+		opts = append(opts, taskproc.WithLeadership(c.leadership))
 	}
 	if c.report {
 		opts = append(opts, taskproc.WithListener(taskproc.ListenerFunc(reportEvent)))

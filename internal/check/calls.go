@@ -29,9 +29,8 @@ func ran(work bool, err error) (bool, error) { return err == nil && work, err }
 // a Term must be of topic and owner.
 func Poll(owner, topic string, size int, opts []taskapi.PollOption) (Polling, bool, error) {
 	p, err := polling(topic, opts)
-	if err == nil && p.Term != nil && p.Term.Owner != owner {
-		err = fmt.Errorf("term %d of %q is led by %q, not by this repository's owner %q: %w",
-			p.Term.Number, Short(topic), Short(p.Term.Owner), Short(owner), taskapi.ErrInvalidArgument)
+	if err == nil && p.Term != nil {
+		err = ownTerm(owner, *p.Term)
 	}
 	if err != nil {
 		return Polling{}, false, err

@@ -4,6 +4,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -120,20 +121,43 @@ func Revivable(state taskapi.State) error {
 }
 
 // Polling is what Poll's options ask for: the order and the condition of
-// the poll, when Term is not nil, the term under which it claims tasks,
-// and the note of limits to fill.
+// the poll, whether it awaits revival, when Term is not nil, the term under
+// which it claims tasks, and the note of limits to fill.
 type Polling struct {
 	Order     taskapi.Order
 	Condition taskapi.Condition
-	Term      *taskapi.Term
+	// AwaitRevival says that a conditional poll waits behind an Expired
+	// task of the candidate's identifier too (taskapi.AwaitRevival).
+	AwaitRevival bool
+	Term         *taskapi.Term
 	// Note, when not nil, learns whether limits held the poll back.
 	Note *taskapi.LimitNote
 }
 
+// Blocking returns the states of the other tasks of a candidate's
+// identifier that keep a conditional poll from taking it, besides the
+// earlier Ready ones: Active, the Blocking states of the condition, and
+// Expired when the poll awaits revival (once: the conditions that block
+// on Expired already stay as they are). It is nil for an unconditional
+// poll. The backends pass it to the conditional poll statement as
+// parameters (an array on taskpg, a list on taskansi), so that
+// AwaitRevival changes the statement's arguments, not its plan.
+func (p Polling) Blocking() []taskapi.State {
+	if p.Condition == taskapi.Unconditional {
+		return nil
+	}
+	blocking := append([]taskapi.State{taskapi.Active}, p.Condition.Blocking()...)
+	if p.AwaitRevival && !slices.Contains(blocking, taskapi.Expired) {
+		blocking = append(blocking, taskapi.Expired)
+	}
+	return blocking
+}
+
 // pollOptions resolves Poll's options. The default is FIFO, Unconditional;
 // an option given twice must say the same both times (FIFO with LIFO, or
-// two conditions, contradict each other). A Term is accepted once, with a
-// Number of 1 or more; Poll checks its topic and owner.
+// two conditions, contradict each other), and AwaitRevival given twice
+// says it once. A Term is accepted once, with a Number of 1 or more; Poll
+// checks its topic and owner.
 func pollOptions(opts []taskapi.PollOption) (Polling, error) {
 	p := Polling{Order: taskapi.FIFO, Condition: taskapi.Unconditional}
 	var ordered, limited bool // an order, a condition was given
@@ -144,6 +168,8 @@ func pollOptions(opts []taskapi.PollOption) (Polling, error) {
 			err = once(&p.Order, &ordered, o)
 		case taskapi.Condition:
 			err = once(&p.Condition, &limited, o)
+		case taskapi.AwaitRevival:
+			p.AwaitRevival = true
 		case taskapi.Term:
 			err = oneTerm(&p, o)
 		case *taskapi.LimitNote:
@@ -174,11 +200,11 @@ func oneNote(p *Polling, note *taskapi.LimitNote) error {
 // oneTerm sets the term of p to term, unless p has one already or term's
 // Number is below one, which no term has.
 func oneTerm(p *Polling, term taskapi.Term) error {
-	switch {
-	case p.Term != nil:
+	if p.Term != nil {
 		return fmt.Errorf("a poll takes one term, not %d and %d: %w", p.Term.Number, term.Number, taskapi.ErrInvalidArgument)
-	case term.Number < 1:
-		return fmt.Errorf("term number %d is below 1: %w", term.Number, taskapi.ErrInvalidArgument)
+	}
+	if err := termNumber(term); err != nil {
+		return err
 	}
 	p.Term = &term
 	return nil

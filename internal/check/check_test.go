@@ -146,6 +146,61 @@ func TestPollOptions(t *testing.T) {
 	}
 }
 
+func TestPollAwaitsRevival(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		opts  []taskapi.PollOption
+		await bool
+	}{
+		{nil, false},
+		{[]taskapi.PollOption{taskapi.SingularByIdentifier}, false},
+		{[]taskapi.PollOption{taskapi.AwaitRevival{}}, true},
+		{[]taskapi.PollOption{taskapi.LIFO, taskapi.AwaitRevival{}, taskapi.SingularByIdentifier}, true},
+		{[]taskapi.PollOption{taskapi.AwaitRevival{}, taskapi.SingularByIdentifier, taskapi.AwaitRevival{}}, true},
+	} {
+		p, _, err := check.Poll("o", "t", 1, tt.opts)
+		if err != nil || p.AwaitRevival != tt.await {
+			t.Errorf("Poll(%v) = %+v, %v; want AwaitRevival %v", tt.opts, p, err, tt.await)
+		}
+	}
+	// It contradicts nothing, but it does not hide a contradiction either.
+	for _, contradiction := range [][]taskapi.PollOption{
+		{taskapi.AwaitRevival{}, taskapi.FIFO, taskapi.LIFO},
+		{taskapi.SingularByIdentifier, taskapi.AwaitRevival{}, taskapi.Unconditional},
+		{taskapi.AwaitRevival{}, taskapi.Condition(4)},
+	} {
+		if _, _, err := check.Poll("o", "t", 1, contradiction); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("%v: error %v, want ErrInvalidArgument", contradiction, err)
+		}
+	}
+}
+
+func TestPollingBlocking(t *testing.T) {
+	t.Parallel()
+	active, expired, failed, suspended := taskapi.Active, taskapi.Expired, taskapi.Failed, taskapi.Suspended
+	for _, tt := range []struct {
+		condition taskapi.Condition
+		plain     []taskapi.State // without AwaitRevival
+		awaiting  []taskapi.State // with it
+	}{
+		{taskapi.Unconditional, nil, nil},
+		{taskapi.SingularByIdentifier, []taskapi.State{active}, []taskapi.State{active, expired}},
+		{taskapi.SingularByIdentifierSuspendOnFailure,
+			[]taskapi.State{active, expired, failed}, []taskapi.State{active, expired, failed}},
+		{taskapi.SingularByIdentifierSuspendUntilSuccess,
+			[]taskapi.State{active, expired, failed, suspended}, []taskapi.State{active, expired, failed, suspended}},
+	} {
+		for _, order := range []taskapi.Order{taskapi.FIFO, taskapi.LIFO} {
+			for await, want := range map[bool][]taskapi.State{false: tt.plain, true: tt.awaiting} {
+				p := check.Polling{Order: order, Condition: tt.condition, AwaitRevival: await}
+				if got := p.Blocking(); !slices.Equal(got, want) || (got == nil) != (want == nil) {
+					t.Errorf("%+v.Blocking() = %v, want %v", p, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestPollTakesATermOfThePollsTopicAndOwner(t *testing.T) {
 	t.Parallel()
 	term := taskapi.Term{Topic: "t", Owner: "o", Number: 3}
@@ -174,6 +229,34 @@ func TestPollTakesATermOfThePollsTopicAndOwner(t *testing.T) {
 	}
 	if _, _, err := check.Poll("o", "", 1, []taskapi.PollOption{taskapi.Term{Owner: "o", Number: 1}}); !errors.Is(err, taskapi.ErrInvalidArgument) {
 		t.Errorf("Poll of an empty topic with its term: error %v, want ErrInvalidArgument", err)
+	}
+}
+
+// TestHoldTakesATermOfItsOwner checks Hold's arguments: a term of a valid
+// topic, numbered from 1, led by the repository's owner; any other is
+// invalid, not a term Hold could report over.
+func TestHoldTakesATermOfItsOwner(t *testing.T) {
+	t.Parallel()
+	term := taskapi.Term{Topic: "t", Owner: "o", Number: 3}
+	if err := check.Hold("o", term); err != nil {
+		t.Errorf("Hold of the owner's term: %v", err)
+	}
+	if err := check.Hold("o", taskapi.Term{Topic: "t", Owner: "o", Number: 1}); err != nil {
+		t.Errorf("Hold of the owner's first term: %v", err)
+	}
+	withOwner, withNumber, negative, withTopic := term, term, term, term
+	withOwner.Owner, withNumber.Number, negative.Number, withTopic.Topic = "p", 0, -1, "a\x00b"
+	for name, bad := range map[string]taskapi.Term{
+		"a term of another owner": withOwner,
+		"a term number 0":         withNumber,
+		"a negative term number":  negative,
+		"a topic with a NUL":      withTopic,
+		"the zero term":           {},
+		"a term of no topic":      {Owner: "o", Number: 1},
+	} {
+		if err := check.Hold("o", bad); !errors.Is(err, taskapi.ErrInvalidArgument) {
+			t.Errorf("Hold of %s: error %v, want ErrInvalidArgument", name, err)
+		}
 	}
 }
 

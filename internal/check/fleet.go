@@ -44,6 +44,40 @@ func Concede(owner string, term taskapi.Term) (bool, error) {
 	return ran(term.Owner == owner, Topic(term.Topic))
 }
 
+// Hold checks the arguments of Hold by the repository of owner: a term of
+// a valid topic, with a Number of 1 or more, led by owner. Unlike Renew and
+// Concede, which do nothing with a term of another owner, Hold could only
+// report it false, which its caller would take for a term lost.
+func Hold(owner string, term taskapi.Term) error {
+	err := Topic(term.Topic)
+	if err == nil {
+		err = termNumber(term)
+	}
+	if err == nil {
+		err = ownTerm(owner, term)
+	}
+	return err
+}
+
+// termNumber checks the Number of a term given to a call: 1 or more, as
+// every term has.
+func termNumber(term taskapi.Term) error {
+	if term.Number < 1 {
+		return fmt.Errorf("term number %d is below 1: %w", term.Number, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ownTerm checks that term, given to a call of the repository of owner, is
+// led by owner.
+func ownTerm(owner string, term taskapi.Term) error {
+	if term.Owner != owner {
+		return fmt.Errorf("term %d of %q is led by %q, not by this repository's owner %q: %w",
+			term.Number, Short(term.Topic), Short(term.Owner), Short(owner), taskapi.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // Capacity checks a topic and a capacity to set: 0 (none) or more.
 func Capacity(topic string, capacity int64) error {
 	if err := Topic(topic); err != nil {
@@ -62,6 +96,15 @@ func Limits(topic string, limits taskapi.Limits) error {
 	}
 	if limits.Active < 0 || limits.PerIdentifier < 0 {
 		return fmt.Errorf("limits %+v: a limit is negative: %w", limits, taskapi.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// Bound checks the bound of taskapi.Bounder's Bound: a millisecond or more,
+// the least that the servers' timeouts count.
+func Bound(d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("a bound of %v is below a millisecond: %w", d, taskapi.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -463,10 +463,11 @@ func FuzzEnums(f *testing.F) {
 }
 
 // pollOption decodes one byte into a poll option: its two low bits choose
-// an Order, a Condition, a nil option or a Term (an even value), or an
-// extreme value of either; the other bits a value from -2 to 5, about half
-// of them defined. A Term is of topic "t" and owner "o", numbered by the
-// value; its owner is "p" for the highest value.
+// an Order, a Condition, a nil option, AwaitRevival (the highest value) or
+// a Term (an even value), or an extreme value of either; the other bits a
+// value from -2 to 5, about half of them defined. A Term is of topic "t"
+// and owner "o", numbered by the value; its owner is "p" for the highest
+// even value.
 func pollOption(b byte) taskapi.PollOption {
 	v := int(b>>2)%8 - 2
 	switch b & 3 {
@@ -475,6 +476,9 @@ func pollOption(b byte) taskapi.PollOption {
 	case 1:
 		return taskapi.Condition(v)
 	case 2:
+		if v == 5 {
+			return taskapi.AwaitRevival{}
+		}
 		if v%2 != 0 {
 			return nil
 		}
@@ -494,16 +498,17 @@ func pollOption(b byte) taskapi.PollOption {
 // options.
 //
 // Properties, for any list of options (Orders and Conditions of any value,
-// Terms of any number, nil options) and any topic:
+// AwaitRevival, Terms of any number, nil options) and any topic:
 //   - nothing panics;
 //   - the options are valid exactly when every option is a
-//     defined Order (FIFO, LIFO), Condition (0 to 3) or Term numbered 1 or
-//     more, and all the Orders are equal, and all the Conditions are equal
-//     (an option given twice alike is fine; FIFO with LIFO, or two
-//     conditions, contradict), and there is one Term at most;
+//     defined Order (FIFO, LIFO), Condition (0 to 3), AwaitRevival or Term
+//     numbered 1 or more, and all the Orders are equal, and all the
+//     Conditions are equal (an option given twice alike is fine; FIFO with
+//     LIFO, or two conditions, contradict), and there is one Term at most;
 //   - Poll accepts exactly a valid topic with such options, a Term of that
 //     topic and of its owner among them, and resolves the Order given,
-//     else FIFO, the Condition given, else Unconditional, and the Term;
+//     else FIFO, the Condition given, else Unconditional, whether
+//     AwaitRevival was given, and the Term;
 //   - every error wraps ErrInvalidArgument with a short printable message.
 func FuzzPollOptions(f *testing.F) {
 	enc := func(opts ...taskapi.PollOption) []byte {
@@ -516,6 +521,8 @@ func FuzzPollOptions(f *testing.F) {
 				data = append(data, byte((int(o)+2)<<2|1))
 			case taskapi.Term:
 				data = append(data, byte((int(o.Number)+2)<<2|2))
+			case taskapi.AwaitRevival:
+				data = append(data, (5+2)<<2|2)
 			default:
 				data = append(data, 2)
 			}
@@ -532,6 +539,7 @@ func FuzzPollOptions(f *testing.F) {
 	f.Add("t", enc(taskapi.Term{Topic: "t", Owner: "o", Number: 2}, taskapi.LIFO))
 	f.Add("t", enc(taskapi.Term{Number: 2}, taskapi.Term{Number: 2}))
 	f.Add("t", enc(taskapi.Term{Number: 0}))
+	f.Add("t", enc(taskapi.AwaitRevival{}, taskapi.SingularByIdentifier, taskapi.AwaitRevival{}))
 	f.Add("u", enc(taskapi.Term{Number: 2}))
 	f.Add("t", []byte{3, 7})
 	f.Add("", enc(taskapi.FIFO))
@@ -542,8 +550,8 @@ func FuzzPollOptions(f *testing.F) {
 		}
 		wantOrder, wantCondition, ok := taskapi.FIFO, taskapi.Unconditional, true
 		var (
-			ordered, conditioned bool
-			term                 *taskapi.Term
+			ordered, conditioned, await bool
+			term                        *taskapi.Term
 		)
 		for _, o := range opts {
 			switch o := o.(type) {
@@ -553,6 +561,8 @@ func FuzzPollOptions(f *testing.F) {
 			case taskapi.Condition:
 				ok = ok && conditions.has(int(o)) && (!conditioned || o == wantCondition)
 				wantCondition, conditioned = o, true
+			case taskapi.AwaitRevival:
+				await = true
 			case taskapi.Term:
 				ok = ok && term == nil && o.Number >= 1
 				term = &o
@@ -564,9 +574,9 @@ func FuzzPollOptions(f *testing.F) {
 		ownerOK := term == nil || term.Owner == "o"
 		p, _, err := check.Poll("o", topic, 1, opts)
 		wantVerdict(t, "Poll", err, ok && topicOK && ownerOK)
-		if ok && topicOK && ownerOK && (p.Order != wantOrder || p.Condition != wantCondition ||
+		if ok && topicOK && ownerOK && (p.Order != wantOrder || p.Condition != wantCondition || p.AwaitRevival != await ||
 			(p.Term == nil) != (term == nil) || term != nil && *p.Term != *term) {
-			t.Fatalf("Poll(%v) = %+v; want %v, %v, %v", opts, p, wantOrder, wantCondition, term)
+			t.Fatalf("Poll(%v) = %+v; want %v, %v, AwaitRevival %v, %v", opts, p, wantOrder, wantCondition, await, term)
 		}
 	})
 }

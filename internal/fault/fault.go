@@ -25,11 +25,15 @@ import (
 //     with a concurrent transaction (serialization_failure 40001,
 //     deadlock_detected 40P01) or gave up waiting for its lock
 //     (lock_not_available 55P03, after lock_timeout);
-//   - ErrUnavailable: the connection failed or the server ended the
-//     session or the statement (class 08, connection_exception;
-//     admin_shutdown 57P01, crash_shutdown 57P02, cannot_connect_now
-//     57P03, too_many_connections 53300; query_canceled 57014, as a
-//     statement_timeout ends a statement);
+//   - ErrUnavailable: the connection failed, the server ended the session
+//     or the statement, or it cannot serve the call now (class 08,
+//     connection_exception; admin_shutdown 57P01, crash_shutdown 57P02,
+//     cannot_connect_now 57P03 as it starts or shuts down,
+//     too_many_connections 53300, also a role's CONNECTION LIMIT;
+//     idle_in_transaction_session_timeout 25P03 and idle_session_timeout
+//     57P05, which end the session; query_canceled 57014, as a
+//     statement_timeout ends a statement; read_only_sql_transaction 25006,
+//     a write refused by a standby or in a read-only transaction);
 //   - ErrInvalidArgument: text the caller sent that the database cannot
 //     store (character_not_in_repertoire 22021, untranslatable_character
 //     22P05, string_data_right_truncation 22001). Arguments are validated
@@ -38,7 +42,7 @@ func State(code string) error {
 	switch code {
 	case "40001", "40P01", "55P03":
 		return taskapi.ErrConflict
-	case "57P01", "57P02", "57P03", "53300", "57014":
+	case "57P01", "57P02", "57P03", "57P05", "53300", "25P03", "57014", "25006":
 		return taskapi.ErrUnavailable
 	case "22021", "22P05", "22001":
 		return taskapi.ErrInvalidArgument

@@ -1,6 +1,8 @@
 // Package lockkey names the locks by which pushes of taskpg and taskansi
 // that mark or delete older tasks (Replace, Supersede, Delete) serialize
-// each other, so that the two packages take the same locks on one database.
+// each other, and the locks on PostgreSQL by which the transactions that
+// hold a term of a topic hold off its next term, so that the two packages
+// take the same locks on one database.
 //
 // A lock is a pair of 32-bit keys: a space that says what kind of lock it is
 // and a hash of what it locks. On PostgreSQL they are the two keys of an
@@ -15,14 +17,23 @@ import (
 // The spaces of the keys. Conditional polls use 1952543595 ("task" in ASCII)
 // with PostgreSQL's hashtext of the topic; on PostgreSQL, the claims of a
 // topic with limits take 1952543598 with hashtext of the schema and topic
-// (the trigger of migration 00011), and the admission of pushes into a
-// topic with a capacity 1952543599 with the same hash (migration 00013).
+// (the trigger of migration 00011), and the counts of pushes into a topic
+// with a capacity 1952543599 with the same hash (migrations 00013 and
+// 00015, against a change of the capacity);
+// the terms of topics take TermSpace, the next.
 const (
 	// InsertionSpace is the space of a topic's insertion lock: taken shared by a
 	// push of few identifiers, exclusive by a push of many.
 	InsertionSpace int32 = 1952543596
 	// IdentifierSpace is the space of the locks of single identifiers.
 	IdentifierSpace int32 = 1952543597
+	// TermSpace is the space of a topic's term lock on PostgreSQL: taken
+	// shared by every transaction that holds the topic's current term
+	// (Leader.Hold), exclusively by a Lead that takes over a term of the
+	// topic that is over, which so waits for those transactions to end.
+	// PostgreSQL queues the requests of advisory locks in their order, so
+	// that neither side starves the other.
+	TermSpace int32 = 1952543600
 )
 
 // MaxIdentifiers is the most identifier locks one push takes; a push of more
@@ -31,6 +42,13 @@ const MaxIdentifiers = 8
 
 // Topic returns the key of the insertion lock of topic in schema.
 func Topic(schema, topic string) int32 {
+	return hash(schema, topic)
+}
+
+// Term returns the key of the term lock of topic in schema (see TermSpace).
+// Two topics may share a key; a Lead that takes one of them over then
+// waits for the holders of the other's term too.
+func Term(schema, topic string) int32 {
 	return hash(schema, topic)
 }
 

@@ -21,3 +21,13 @@ func TestIdentifiersAreDistinctAndAscending(t *testing.T) {
 		t.Error("schema ab, topic c and schema a, topic bc share a key")
 	}
 }
+
+func TestTermKeysAreThoseOfTheTopic(t *testing.T) {
+	t.Parallel()
+	if lockkey.Term("public", "t") == lockkey.Term("public", "u") || lockkey.Term("public", "t") == lockkey.Term("other", "t") {
+		t.Error("the terms of two topics share a key")
+	}
+	if lockkey.TermSpace == lockkey.InsertionSpace || lockkey.TermSpace == lockkey.IdentifierSpace {
+		t.Error("the term locks share their space with the locks of pushes")
+	}
+}

@@ -328,6 +328,8 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 		}
 	}
 
+	openProducerCases(all, b, topic)
+	conflictCases(all, b, topic)
 	cases(t, all)
 }
 

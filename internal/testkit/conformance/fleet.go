@@ -422,6 +422,72 @@ func (f *fleet[Tx]) waitForTheDatabase(at time.Time) {
 	}
 }
 
+// awaitClock reads the database clock until it reaches at. Unlike
+// waitForTheDatabase, whose probe leads a topic, it only reads (Clock.Now):
+// it waits for no writer, so that a case may wait while a transaction of
+// its own holds a lock, on SQLite the write lock.
+func (f *fleet[Tx]) awaitClock(at time.Time) {
+	f.t.Helper()
+	clock := extension[taskapi.Clock[Tx]](f.t, f.repo)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		now, err := clock.Now(f.ctx, f.db)
+		f.must(err, "Now")
+		if !now.Before(at) {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the database clock did not reach %v within a minute", at)
+		}
+	}
+}
+
+// heldOff runs call, named what, beside a transaction of the case that
+// must hold it off: it fails the test when call returns within holdOff,
+// then commits the transaction with end and returns call's error once call
+// has returned, which must be within hungAfter of the commit.
+func (f *fleet[Tx]) heldOff(what string, end func(commit bool), call func() error) error {
+	f.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		end(false)
+		f.t.Fatalf("%s returned while the transaction was open (error %v): it did not wait", what, err)
+	case <-time.After(holdOff):
+	}
+	end(true)
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(hungAfter):
+		f.t.Fatalf("%s did not return within %v of the commit", what, hungAfter)
+		return nil
+	}
+}
+
+// mustRenew renews term for ttl with Owner's Leader and fails the test
+// unless it was renewed.
+func (f *fleet[Tx]) mustRenew(term taskapi.Term, ttl time.Duration) taskapi.Term {
+	f.t.Helper()
+	renewed, ok, err := f.leader.Renew(f.ctx, f.db, term, ttl)
+	f.must(err, "Renew(%s, %v)", termString(term), ttl)
+	if !ok {
+		f.t.Fatalf("Renew(%s, %v) refused", termString(term), ttl)
+	}
+	return renewed
+}
+
+// wantHold fails the test unless Owner's Hold of term on h reports want,
+// without an error.
+func (f *fleet[Tx]) wantHold(h Tx, term taskapi.Term, want bool, format string, args ...any) {
+	f.t.Helper()
+	held, err := f.leader.Hold(f.ctx, h, term)
+	f.must(err, "Hold of %s", fmt.Sprintf(format, args...))
+	if held != want {
+		f.t.Errorf("Hold of %s (%s) = %v, want %v", fmt.Sprintf(format, args...), termString(term), held, want)
+	}
+}
+
 // wantInvalid fails the test unless err is ErrInvalidArgument.
 func (f *fleet[Tx]) wantInvalid(err error, format string, args ...any) {
 	f.t.Helper()

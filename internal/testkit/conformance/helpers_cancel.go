@@ -196,7 +196,8 @@ func (s *stage[Tx]) readCalls() []stageCall[Tx] {
 }
 
 // fleetCalls are the calls of taskapi.Activator and taskapi.Leader, where
-// the repository implements them, and a poll under a term.
+// the repository implements them, and a poll under a term. Hold reads the
+// term and, inside a transaction, holds it until the transaction ends.
 func (s *stage[Tx]) fleetCalls() []stageCall[Tx] {
 	var calls []stageCall[Tx]
 	if a := s.activator; a != nil {
@@ -211,6 +212,7 @@ func (s *stage[Tx]) fleetCalls() []stageCall[Tx] {
 			stageCall[Tx]{"Lead", func(ctx context.Context, db Tx) error { _, _, err := l.Lead(ctx, db, stageFree, time.Hour); return err }},
 			stageCall[Tx]{"Renew", func(ctx context.Context, db Tx) error { _, _, err := l.Renew(ctx, db, term, 2*time.Hour); return err }},
 			stageCall[Tx]{"Concede", func(ctx context.Context, db Tx) error { return l.Concede(ctx, db, term) }},
+			stageCall[Tx]{"Hold", func(ctx context.Context, db Tx) error { _, err := l.Hold(ctx, db, term); return err }},
 			stageCall[Tx]{"PollUnderATerm", func(ctx context.Context, db Tx) error {
 				_, err := s.repo.Poll(ctx, db, stageLed, 10, term)
 				return err

@@ -192,6 +192,24 @@ func testLimits[Tx any](t *testing.T, b Backend[Tx]) {
 		wantSeqs(t, "a conditional poll under limits", seqsOf(got...), seqsOf(tasks[0], tasks[2]))
 	}
 
+	// AwaitRevival holds under limits too: a topic with an Active limit
+	// and one with a limit per identifier as well, whose polls pick their
+	// candidates by identifier.
+	all["LimitsAndAwaitRevival"] = func(t *testing.T) {
+		l := limitsOf(setup(t, b, topic, "u"))
+		l.set(topic, taskapi.Limits{Active: 3})
+		l.set("u", taskapi.Limits{Active: 3, PerIdentifier: 2})
+		for _, name := range []string{topic, "u"} {
+			expired := l.task(name, "a", taskapi.Expired)
+			tasks := l.pushIDs(name, "a", "b")
+			got := l.poll(name, 5, taskapi.SingularByIdentifier, taskapi.AwaitRevival{})
+			wantSeqs(t, "a poll of "+name+" that awaits revival under limits", seqsOf(got...), seqsOf(tasks[1]))
+			l.reviveTasks(name, taskapi.ReviveReset, expired)
+			got = l.poll(name, 5, taskapi.SingularByIdentifier, taskapi.AwaitRevival{})
+			wantSeqs(t, "a poll of "+name+" that awaits revival under limits, after the revival", seqsOf(got...), seqsOf(expired))
+		}
+	}
+
 	all["PollsInsideATransaction"] = func(t *testing.T) {
 		l := limitsOf(setup(t, b, topic))
 		l.set(topic, taskapi.Limits{Active: 2})

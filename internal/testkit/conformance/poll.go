@@ -14,14 +14,16 @@ import (
 )
 
 // testPoll checks Poll: orders, sizes, the Active mark and owner, unknown
-// topics and owners, every poll condition, the isolation of topics, PollOne,
-// and concurrent pollers that never share a task or an identifier.
+// topics and owners, every poll condition, with AwaitRevival and without,
+// the isolation of topics, PollOne, and concurrent pollers that never share
+// a task or an identifier.
 func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 	// conditionCase builds, in topic "t", one identifier per kind of other
 	// task that may block it (plus "free" with none), pushes one Ready
-	// candidate per identifier, polls with condition and checks that exactly
-	// the identifiers of want were polled.
-	conditionCase := func(condition taskapi.Condition, want ...string) func(t *testing.T) {
+	// candidate per identifier, polls with opts (a condition, and maybe
+	// AwaitRevival) and checks that exactly the identifiers of want were
+	// polled.
+	conditionCase := func(opts []taskapi.PollOption, want ...string) func(t *testing.T) {
 		return func(t *testing.T) {
 			p := ppcSetup(t, b, "t", "u")
 			p.inState("t", "active", taskapi.Active)
@@ -33,6 +35,7 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 			p.inState("t", "succeeded", taskapi.Succeeded)
 			// The same blockers in another topic must not matter.
 			p.inState("u", "free", taskapi.Active)
+			p.inState("u", "free", taskapi.Expired)
 			p.inState("u", "free", taskapi.Failed)
 			p.suspendedTask("u", "free")
 			candidates := p.pushIDs("t", "active", "expired", "failed", "suspended", "pushed-suspended",
@@ -43,13 +46,13 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 					wanted = append(wanted, task)
 				}
 			}
-			got := p.poll("t", 100, condition)
-			ppcWantTasks(t, fmt.Sprintf("Poll(t, 100, %v) identifiers %v", condition, ppcIDs(got)), got, wanted)
+			got := p.poll("t", 100, opts...)
+			ppcWantTasks(t, fmt.Sprintf("Poll(t, 100, %v) identifiers %v", opts, ppcIDs(got)), got, wanted)
 			for _, task := range wanted {
 				p.wantState("t", task.Sequence, taskapi.Active)
 			}
-			if again := p.poll("t", 100, condition); len(again) != 0 {
-				t.Errorf("second Poll(t, 100, %v) = %v, want nothing", condition, again)
+			if again := p.poll("t", 100, opts...); len(again) != 0 {
+				t.Errorf("second Poll(t, 100, %v) = %v, want nothing", opts, again)
 			}
 		}
 	}
@@ -77,6 +80,7 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 				{taskapi.LIFO, taskapi.FIFO}, {taskapi.FIFO, taskapi.LIFO},
 				{taskapi.SingularByIdentifier, taskapi.Unconditional},
 				{taskapi.SingularByIdentifierSuspendOnFailure, taskapi.SingularByIdentifierSuspendUntilSuccess},
+				{taskapi.SingularByIdentifier, taskapi.AwaitRevival{}, taskapi.Unconditional},
 			} {
 				_, err := p.repo.Poll(p.ctx, p.db, "t", 10, opts...)
 				if !errors.Is(err, taskapi.ErrInvalidArgument) {
@@ -93,6 +97,7 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 			before := p.snapshot("t")
 			for _, opts := range [][]taskapi.PollOption{
 				{taskapi.Order(2)}, {taskapi.Order(-1)}, {taskapi.Condition(4)}, {taskapi.FIFO, taskapi.Condition(-1)},
+				{taskapi.AwaitRevival{}, taskapi.Condition(4)},
 			} {
 				for _, size := range []int{1, 0} {
 					_, err := p.repo.Poll(p.ctx, p.db, "t", size, opts...)
@@ -309,13 +314,27 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 			ppcWantTasks(t, "Poll(t, 3, Singular, LIFO)", p.poll("t", 3, taskapi.SingularByIdentifier, taskapi.LIFO),
 				[]taskapi.Task{tasks[7]})
 		},
-		"ConditionUnconditional": conditionCase(taskapi.Unconditional,
+		"ConditionUnconditional": conditionCase([]taskapi.PollOption{taskapi.Unconditional},
 			"active", "expired", "failed", "suspended", "pushed-suspended", "filtered", "succeeded", "free"),
-		"ConditionSingularByIdentifier": conditionCase(taskapi.SingularByIdentifier,
+		"ConditionSingularByIdentifier": conditionCase([]taskapi.PollOption{taskapi.SingularByIdentifier},
 			"expired", "failed", "suspended", "pushed-suspended", "filtered", "succeeded", "free"),
-		"ConditionSuspendOnFailure": conditionCase(taskapi.SingularByIdentifierSuspendOnFailure,
+		"ConditionSuspendOnFailure": conditionCase([]taskapi.PollOption{taskapi.SingularByIdentifierSuspendOnFailure},
 			"suspended", "pushed-suspended", "filtered", "succeeded", "free"),
-		"ConditionSuspendUntilSuccess": conditionCase(taskapi.SingularByIdentifierSuspendUntilSuccess,
+		"ConditionSuspendUntilSuccess": conditionCase([]taskapi.PollOption{taskapi.SingularByIdentifierSuspendUntilSuccess},
+			"filtered", "succeeded", "free"),
+		// AwaitRevival adds Expired to the blockers of the conditions (only
+		// Expired: a Failed task still blocks nothing under
+		// SingularByIdentifier) and changes nothing without one.
+		"ConditionUnconditionalAwaitRevival": conditionCase([]taskapi.PollOption{taskapi.AwaitRevival{}},
+			"active", "expired", "failed", "suspended", "pushed-suspended", "filtered", "succeeded", "free"),
+		"ConditionSingularByIdentifierAwaitRevival": conditionCase(
+			[]taskapi.PollOption{taskapi.SingularByIdentifier, taskapi.AwaitRevival{}},
+			"failed", "suspended", "pushed-suspended", "filtered", "succeeded", "free"),
+		"ConditionSuspendOnFailureAwaitRevival": conditionCase(
+			[]taskapi.PollOption{taskapi.AwaitRevival{}, taskapi.SingularByIdentifierSuspendOnFailure},
+			"suspended", "pushed-suspended", "filtered", "succeeded", "free"),
+		"ConditionSuspendUntilSuccessAwaitRevival": conditionCase(
+			[]taskapi.PollOption{taskapi.SingularByIdentifierSuspendUntilSuccess, taskapi.AwaitRevival{}},
 			"filtered", "succeeded", "free"),
 		"SuspendOnFailureAlsoHoldsSingular": func(t *testing.T) {
 			p := ppcSetup(t, b, "t")
@@ -342,6 +361,77 @@ func testPoll[Tx any](t *testing.T, b Backend[Tx]) {
 			}
 			ppcWantTasks(t, "Poll(SuspendOnFailure) after the failure was reassigned",
 				p.poll("t", 10, taskapi.SingularByIdentifierSuspendOnFailure), []taskapi.Task{next})
+		},
+		// Under SingularByIdentifier with AwaitRevival the later tasks of an
+		// identifier wait behind its Expired task until it is revived in
+		// its place and done, while the other identifiers are polled: the
+		// identifier's FIFO order holds across the crash of the consumer
+		// that held it.
+		"AwaitRevivalKeepsAnIdentifiersOrderAcrossExpiry": func(t *testing.T) {
+			p := ppcSetup(t, b, "t")
+			expired := p.inState("t", "a", taskapi.Expired)
+			tasks := p.pushIDs("t", "a", "b", "a", "c")
+			a2, bb, a3, c := tasks[0], tasks[1], tasks[2], tasks[3]
+			await := []taskapi.PollOption{taskapi.SingularByIdentifier, taskapi.AwaitRevival{}}
+			ppcWantTasks(t, "Poll(t, 10, Singular, AwaitRevival) while a is Expired",
+				p.poll("t", 10, await...), []taskapi.Task{bb, c})
+			if got := p.poll("t", 10, await...); len(got) != 0 {
+				t.Fatalf("Poll(t, 10, Singular, AwaitRevival) again while a is Expired = %v, want nothing", got)
+			}
+			revivals, err := p.repo.ReviveTasks(p.ctx, p.db, "t", taskapi.ReviveReset, expired)
+			if err != nil || len(revivals) != 1 || revivals[0] != (taskapi.Revival{Previous: expired, Current: expired}) {
+				t.Fatalf("ReviveTasks(t, ReviveReset, %v) = %v, %v; want it revived in place", expired, revivals, err)
+			}
+			ppcWantTasks(t, "Poll(t, 10, Singular, AwaitRevival) after the revival",
+				p.poll("t", 10, await...), []taskapi.Task{expired})
+			if got := p.poll("t", 10, await...); len(got) != 0 {
+				t.Fatalf("Poll(t, 10, Singular, AwaitRevival) while the revived a is Active = %v, want nothing", got)
+			}
+			p.complete("t", taskapi.Success, expired)
+			ppcWantTasks(t, "Poll(t, 10, Singular, AwaitRevival) after the revived a succeeded",
+				p.poll("t", 10, await...), []taskapi.Task{a2})
+			p.complete("t", taskapi.Failure, a2)
+			ppcWantTasks(t, "Poll(t, 10, Singular, AwaitRevival) after the second a failed",
+				p.poll("t", 10, await...), []taskapi.Task{a3})
+		},
+		// Without AwaitRevival an Expired task blocks nothing under
+		// SingularByIdentifier: the later task of its identifier is polled.
+		"SingularPassesAnExpiredTaskWithoutAwaitRevival": func(t *testing.T) {
+			p := ppcSetup(t, b, "t")
+			expired := p.inState("t", "a", taskapi.Expired)
+			tasks := p.pushIDs("t", "a", "b")
+			ppcWantTasks(t, "Poll(t, 10, Singular) while a is Expired",
+				p.poll("t", 10, taskapi.SingularByIdentifier), tasks)
+			p.wantState("t", expired.Sequence, taskapi.Expired)
+		},
+		// A LIFO poll waits behind the Expired task as well; once it is
+		// revived, the newest task of the identifier comes first again, as
+		// LIFO has it. The option given twice says it once.
+		"AwaitRevivalLIFOWaitsToo": func(t *testing.T) {
+			p := ppcSetup(t, b, "t")
+			expired := p.inState("t", "a", taskapi.Expired)
+			tasks := p.pushIDs("t", "a", "a", "b")
+			await := []taskapi.PollOption{taskapi.LIFO, taskapi.AwaitRevival{}, taskapi.SingularByIdentifier, taskapi.AwaitRevival{}}
+			ppcWantTasks(t, "Poll(t, 10, LIFO, AwaitRevival, Singular, AwaitRevival) while a is Expired",
+				p.poll("t", 10, await...), tasks[2:])
+			if got := p.poll("t", 10, await...); len(got) != 0 {
+				t.Fatalf("Poll(t, 10, LIFO, Singular, AwaitRevival) again while a is Expired = %v, want nothing", got)
+			}
+			if _, err := p.repo.ReviveTasks(p.ctx, p.db, "t", taskapi.ReviveReset, expired); err != nil {
+				t.Fatalf("ReviveTasks(t, ReviveReset, %v): %v", expired, err)
+			}
+			ppcWantTasks(t, "Poll(t, 10, LIFO, Singular, AwaitRevival) after the revival",
+				p.poll("t", 10, await...), tasks[1:2])
+			p.wantState("t", expired.Sequence, taskapi.Ready)
+		},
+		// Without a condition AwaitRevival changes nothing: the poll takes
+		// every Ready task, of an identifier with an Expired task too.
+		"AwaitRevivalAloneIsUnconditional": func(t *testing.T) {
+			p := ppcSetup(t, b, "t")
+			p.inState("t", "a", taskapi.Expired)
+			tasks := p.pushIDs("t", "a", "a", "b")
+			ppcWantTasks(t, "Poll(t, 10, AwaitRevival) while a is Expired",
+				p.poll("t", 10, taskapi.AwaitRevival{}), tasks)
 		},
 		"TopicsAreIsolated": func(t *testing.T) {
 			p := ppcSetup(t, b, "t", "u")

@@ -5,10 +5,9 @@
 //
 // The suite has one file per concern (push, poll, complete, release, revive,
 // owners, read, purge, input, atomicity, clock, races, promises, fleet,
-// capacity, limits, cancelling,
-// termpoll, deferred, schedule, roster, find, hostile, cancel, unavailable,
-// audit; schedule holds NextDue too, which tells a runtime when to poll
-// next).
+// capacity, limits, cancelling, termpoll, termhold, deferred, schedule,
+// roster, find, hostile, cancel, unavailable, bound, audit; schedule holds
+// NextDue too, which tells a runtime when to poll next).
 // Every case runs in parallel on a database of its own.
 package conformance
 
@@ -42,6 +41,15 @@ type Backend[Tx any] struct {
 	// Exclusive says that the repositories wait for rows that others
 	// locked instead of skipping them (WithExclusive): one consumer alone.
 	Exclusive bool
+	// SharedAdmission says that pushes into a topic with a capacity share
+	// its admission (PostgreSQL's: tickets under a lock taken shared), so
+	// that a push with room never waits for another producer's open
+	// transaction; elsewhere they take turns on the topic's row.
+	SharedAdmission bool
+	// Bounds says that the server bounds one transaction, as PostgreSQL
+	// does: Bound (taskapi.Bounder) and taskapi.Bounded take effect, where
+	// elsewhere (MySQL, SQLite) they do nothing.
+	Bounds bool
 	// Block, when set, makes statements on the repository's tables wait:
 	// another session of the database behind db takes locks that every
 	// statement that writes, and on databases whose readers wait for
@@ -82,6 +90,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Limits", func(t *testing.T) { testLimits(t, b) })
 	t.Run("Cancelling", func(t *testing.T) { testCancelling(t, b) })
 	t.Run("TermPolls", func(t *testing.T) { testTermPolls(t, b) })
+	t.Run("TermHolds", func(t *testing.T) { testTermHolds(t, b) })
 	t.Run("Deferred", func(t *testing.T) { testDeferred(t, b) })
 	t.Run("NextDue", func(t *testing.T) { testNextDue(t, b) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, b) })
@@ -91,6 +100,7 @@ func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Hostile", func(t *testing.T) { testHostile(t, b) })
 	t.Run("Cancellation", func(t *testing.T) { testCancellation(t, b) })
 	t.Run("Unavailable", func(t *testing.T) { testUnavailable(t, b) })
+	t.Run("Bound", func(t *testing.T) { testBound(t, b) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, b) })
 	t.Run("Settled", func(t *testing.T) { testSettled(t, b) })
 }

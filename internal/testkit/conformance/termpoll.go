@@ -122,51 +122,24 @@ func testTermPolls[Tx any](t *testing.T, b Backend[Tx]) {
 	// then begins the next term; the former term claims nothing.
 	all["APollUnderATermHoldsOffTheNextLeader"] = func(t *testing.T) {
 		f := fleetOf(setup(t, b, topic))
-		clock := extension[taskapi.Clock[Tx]](t, f.repo)
 		tasks := f.pushIDs(topic, "a", "b")
 		term := f.mustLead(f.leader, topic, 3*time.Second) // the poll below claims well within it
 		tx, end := f.begin()
 		got, err := f.repo.Poll(f.ctx, tx, topic, 1, term)
 		f.must(err, "Poll under the term in a transaction")
 		ppcWantTasks(t, "Poll under the term in a transaction", got, tasks[:1])
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-			now, err := clock.Now(f.ctx, f.db) // a read: it waits for no writer
-			f.must(err, "Now")
-			if !now.Before(term.Expires) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the database clock did not reach %v within a minute", term.Expires)
-			}
-		}
-		type lead struct {
-			term taskapi.Term
-			ok   bool
-			err  error
-		}
-		done := make(chan lead, 1)
+		f.awaitClock(term.Expires)
 		other := f.leaderFor("owner-b")
-		go func() {
-			term, ok, err := other.Lead(f.ctx, f.db, topic, time.Hour)
-			done <- lead{term, ok, err}
-		}()
-		select {
-		case l := <-done:
-			end(false)
-			t.Fatalf("Lead by another owner returned while a poll under the expired term was open: %s, %v, %v",
-				termString(l.term), l.ok, l.err)
-		case <-time.After(holdOff):
-		}
-		end(true)
-		select {
-		case l := <-done:
-			f.must(l.err, "Lead by another owner after the commit")
-			if !l.ok || l.term.Number != term.Number+1 || l.term.Owner != "owner-b" {
-				t.Errorf("Lead by another owner after the commit = %s, %v; want term %d of owner-b",
-					termString(l.term), l.ok, term.Number+1)
-			}
-		case <-time.After(hungAfter):
-			t.Fatalf("Lead by another owner did not return within %v of the commit", hungAfter)
+		var next taskapi.Term
+		var ok bool
+		err = f.heldOff("Lead by another owner", end, func() (err error) {
+			next, ok, err = other.Lead(f.ctx, f.db, topic, time.Hour)
+			return err
+		})
+		f.must(err, "Lead by another owner after the commit")
+		if !ok || next.Number != term.Number+1 || next.Owner != "owner-b" {
+			t.Errorf("Lead by another owner after the commit = %s, %v; want term %d of owner-b",
+				termString(next), ok, term.Number+1)
 		}
 		f.wantState(topic, tasks[0].Sequence, taskapi.Active)
 		got, err = f.repo.Poll(f.ctx, f.db, topic, 10, term)

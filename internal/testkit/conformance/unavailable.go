@@ -94,6 +94,10 @@ func unavailableCalls[Tx any](repo taskapi.Repository[Tx]) map[string]func(ctx c
 	}
 	if leader, ok := repo.(taskapi.Leader[Tx]); ok {
 		calls["Lead"] = func(ctx context.Context, h Tx) error { _, _, err := leader.Lead(ctx, h, "t", time.Minute); return err }
+		calls["Hold"] = func(ctx context.Context, h Tx) error {
+			_, err := leader.Hold(ctx, h, taskapi.Term{Topic: "t", Owner: repo.Owner(), Number: 1})
+			return err
+		}
 	}
 	return calls
 }

@@ -14,8 +14,13 @@ type link struct {
 	server  *net.TCPConn
 	dialect dialect
 	// muted keeps what the server sends from the client, from the moment
-	// the statement of an After cut goes to the server.
+	// the statement of an After cut goes to the server, or the link
+	// freezes.
 	muted atomic.Bool
+	// frozen says that the link froze (see FreezeAt): it closes neither
+	// connection, and forwards nothing more once the trail of an After
+	// freeze has gone.
+	frozen atomic.Bool
 }
 
 // bufSize is how many bytes a link reads at once.
@@ -60,16 +65,27 @@ func (tcpConn) fromServer(b []byte) int { return len(b) }
 type verdict struct {
 	forward []byte // what goes to the server
 	answer  []byte // what the proxy replies to the client itself
-	stop    bool   // the link carries nothing more
+	stop    bool   // the link carries nothing more: it is cut, or frozen
 	cut     bool   // the proxy cut itself: drop every connection once forward is sent
 }
 
 // up carries what the client sends to the server, in whole messages, until
 // the client goes or the link is stopped; then the server reads the end of
-// the stream after what it got.
+// the stream after what it got, unless the link froze: then what the
+// client sends goes nowhere, and the server hears nothing more.
 func (l *link) up() {
-	defer l.server.CloseWrite()
-	defer l.p.settle(l)
+	l.carry()
+	l.p.settle(l)
+	if l.frozen.Load() {
+		l.sink()
+		return
+	}
+	_ = l.server.CloseWrite()
+}
+
+// carry passes what the client sends until it goes or the link is
+// stopped.
+func (l *link) carry() {
 	buf := make([]byte, bufSize)
 	var pending []byte
 	for {
@@ -84,7 +100,7 @@ func (l *link) up() {
 }
 
 // read reads from the client, for no longer than trailPatience when the
-// link waits for the Sync behind the statement of an After cut.
+// link waits for the Sync behind the statement of an After cut or freeze.
 func (l *link) read(buf []byte) (int, error) {
 	if l.p.trailing(l) {
 		_ = l.client.SetReadDeadline(time.Now().Add(trailPatience))
@@ -130,11 +146,19 @@ func (l *link) frame(b []byte) (msgs []message, used int) {
 }
 
 // down carries what the server sends to the client until the server ends
-// the session. Once the client is gone, what the server sends goes nowhere:
-// a dropped link lives until the server has read the end of the stream and
-// closed its side.
+// the session, and then closes the client's connection, unless the link
+// froze: the client is not told. Once the client is gone, or the link
+// muted, what the server sends goes nowhere: a dropped link lives until
+// the server has read the end of the stream and closed its side.
 func (l *link) down() {
-	defer l.client.Close()
+	l.relay()
+	if !l.frozen.Load() {
+		l.client.Close()
+	}
+}
+
+// relay passes what the server sends until it ends the session.
+func (l *link) relay() {
 	buf := make([]byte, bufSize)
 	var pending []byte
 	gone := false

@@ -4,6 +4,14 @@
 // when told (Cut), once clients have sent a number of bytes (CutAfter),
 // and, when it knows the protocol it carries, PostgreSQL's or MySQL's,
 // before or after the nth statement that clients send (CutAtStatement).
+//
+// It can also freeze a single connection, as a route that drops packets
+// while both ends stay up would: before or after the first statement that
+// a matcher picks (FreezeAt, FreezeAtStatement), the connection that
+// carries it goes silent in both directions, and neither end is told. The
+// client waits for its reply until its own deadline, the server keeps the
+// session, with its transaction and its locks, until a timeout of its own
+// ends it, and every other connection carries on.
 package netproxy
 
 import (
@@ -71,11 +79,12 @@ type Proxy struct {
 	budget   atomic.Int64
 	metering atomic.Bool
 
-	mu    sync.Mutex
-	cut   bool
-	links map[*link]struct{}
-	stmts statementCut
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	cut      bool
+	refusing bool // new connections only (Refuse)
+	links    map[*link]struct{}
+	stmts    statementTrap
+	wg       sync.WaitGroup
 }
 
 // Start listens on a free port of 127.0.0.1 and forwards TCP to target.
@@ -116,11 +125,11 @@ func ForURL(rawURL string) (*Proxy, string, error) {
 // Addr returns the address clients connect to.
 func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 
-// Cut drops every connection and refuses new ones until Restore. A dropped
-// connection closes on the client's side at once; on the server's side
-// the proxy ends the stream after the bytes the server got, so that the
-// server sees the client go after them, and closes the connection once
-// the server has.
+// Cut drops every connection, frozen ones included, and refuses new ones
+// until Restore. A dropped connection closes on the client's side at once;
+// on the server's side the proxy ends the stream after the bytes the
+// server got, so that the server sees the client go after them, and closes
+// the connection once the server has.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,6 +144,15 @@ func (p *Proxy) Cut() {
 func (p *Proxy) CutAfter(n int64) {
 	p.budget.Store(n)
 	p.metering.Store(true)
+}
+
+// IsCut reports whether the proxy is cut (by Cut, or by CutAfter or
+// CutAtStatement once they fired): it refuses new connections until
+// Restore, and WaitIdle tells when the server is done with what it got.
+func (p *Proxy) IsCut() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut
 }
 
 // spend counts b against the budget of CutAfter and returns the part of b
@@ -156,14 +174,25 @@ func (p *Proxy) spend(b []byte) ([]byte, bool) {
 	return b[:max(len(b)+int(left), 0)], true
 }
 
-// Restore lets connections through again, and disarms CutAfter and
-// CutAtStatement. A connection that carries the statement of an After cut
-// which has fired, but which the proxy has not cut yet, is dropped.
+// Refuse closes every new connection at once, until Restore, and leaves
+// the open ones as they are: a route on which a second connection, such
+// as PostgreSQL's cancel request, cannot be made.
+func (p *Proxy) Refuse() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refusing = true
+}
+
+// Restore lets connections through again, and disarms CutAfter,
+// CutAtStatement and FreezeAt. A connection that carries the statement of
+// an After cut which has fired, but which the proxy has not cut yet, is
+// dropped. A frozen connection stays frozen, for the route does not heal,
+// and one that waits for the trail of an After freeze freezes without it.
 func (p *Proxy) Restore() {
 	p.metering.Store(false)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = false
+	p.cut, p.refusing = false, false
 	p.stmts.disarm()
 }
 
@@ -171,7 +200,8 @@ func (p *Proxy) Restore() {
 // Called after a cut and before Restore, while the proxy refuses new
 // connections, it returns once the server has closed every connection that
 // the cut dropped, having handled all that it got of each: the database
-// then holds whatever the clients cut off will ever have done.
+// then holds whatever the clients cut off will ever have done. A frozen
+// connection counts until both its sides have closed.
 func (p *Proxy) WaitIdle(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -191,8 +221,8 @@ func (p *Proxy) idle() bool {
 	return len(p.links) == 0
 }
 
-// Close stops the proxy and closes its connections on both sides at once;
-// it returns once every goroutine of the proxy has.
+// Close stops the proxy and closes its connections, frozen ones included,
+// on both sides at once; it returns once every goroutine of the proxy has.
 func (p *Proxy) Close() error {
 	err := p.listener.Close()
 	p.mu.Lock()
@@ -238,10 +268,10 @@ func (p *Proxy) forward(client net.Conn) {
 
 func (p *Proxy) dial() (*net.TCPConn, error) {
 	p.mu.Lock()
-	cut := p.cut
+	closed := p.cut || p.refusing
 	p.mu.Unlock()
-	if cut {
-		return nil, errors.New("netproxy: cut")
+	if closed {
+		return nil, errors.New("netproxy: cut or refusing")
 	}
 	c, err := net.Dial("tcp", p.target)
 	if err != nil {
@@ -270,13 +300,14 @@ func (p *Proxy) untrack(l *link) {
 }
 
 // admit decides what of the messages that l framed goes to the server,
-// counting the statements they begin while CutAtStatement is armed.
+// counting the statements they begin while CutAtStatement or FreezeAt is
+// armed.
 func (p *Proxy) admit(l *link, msgs []message) verdict {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var v verdict
 	for _, m := range msgs {
-		if p.cut {
+		if p.cut || p.stmts.sealed(l) {
 			v.stop = true
 			break
 		}
@@ -285,32 +316,36 @@ func (p *Proxy) admit(l *link, msgs []message) verdict {
 			continue
 		}
 		act := p.stmts.decide(l, m)
-		if act != cutBefore {
+		if act != stopBefore {
 			v.forward = append(v.forward, m.bytes...)
 		}
 		if act != pass {
-			p.cut, v.cut, v.stop = true, true, true
+			v.stop, v.cut = true, !p.stmts.freezes
+			p.cut = v.cut
 			break
 		}
 	}
 	return v
 }
 
-// settle cuts the proxy when l, which carries nothing more, carries the
-// statement of an After cut that has fired: its client went or sent
-// nothing more behind it.
+// settle ends the trail of l, which carries nothing more, when l carries
+// the statement of an After cut or freeze that has fired: its client went
+// or sent nothing more behind it. The proxy then cuts, or l stays frozen.
 func (p *Proxy) settle(l *link) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stmts.carrier == l {
-		p.stmts.carrier = nil
+	if p.stmts.carrier != l {
+		return
+	}
+	p.stmts.carrier = nil
+	if !p.stmts.freezes {
 		p.cut = true
 		p.dropLocked()
 	}
 }
 
 // trailing reports whether l waits for the Sync behind the statement of an
-// After cut.
+// After cut or freeze.
 func (p *Proxy) trailing(l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -5,14 +5,15 @@ import (
 	"time"
 )
 
-// A Mode says where CutAtStatement cuts.
+// A Mode says where CutAtStatement cuts, or FreezeAt freezes.
 type Mode int
 
 const (
-	// Before cuts in place of the statement: the server gets none of it.
+	// Before cuts or freezes in place of the statement: the server gets
+	// none of it.
 	Before Mode = iota + 1
-	// After cuts once the server has the whole statement, before its reply
-	// reaches the client.
+	// After cuts or freezes once the server has the whole statement,
+	// before its reply reaches the client.
 	After
 )
 
@@ -29,7 +30,8 @@ func (m Mode) String() string {
 
 // A Statement is a statement that a client sent, as the proxy counted it.
 type Statement struct {
-	// N is its number: 1 for the first statement after CutAtStatement.
+	// N is its number: 1 for the first statement after CutAtStatement or
+	// FreezeAt.
 	N int
 	// Message names the message that began it: Query, Parse, Bind or
 	// Execute in PostgreSQL; COM_QUERY, COM_STMT_PREPARE or
@@ -58,7 +60,8 @@ func (s Statement) String() string { return fmt.Sprintf("%s %q", s.Message, s.SQ
 // client cannot know to be committed. Either way the proxy then drops every
 // connection and refuses new ones until Restore, as Cut does; WaitIdle
 // waits for the server to have handled what it got. Fired and Statements
-// tell what happened.
+// tell what happened. CutAtStatement replaces the cut or freeze armed
+// before (see FreezeAt).
 //
 // What counts as a statement depends on the protocol:
 //
@@ -95,15 +98,27 @@ func (p *Proxy) CutAtStatement(n int, mode Mode) {
 	if n < 1 || p.protocol == TCP || (mode != Before && mode != After) {
 		panic(fmt.Sprintf("netproxy: CutAtStatement(%d, %v) on a proxy of %v", n, mode, p.protocol))
 	}
+	p.arm(statementTrap{match: nth(n), mode: mode})
+}
+
+// nth returns a matcher of the nth statement.
+func nth(n int) func(Statement) bool {
+	return func(s Statement) bool { return s.N == n }
+}
+
+// arm replaces the statement trap armed before, if any, with t, which
+// starts counting.
+func (p *Proxy) arm(t statementTrap) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stmts.disarm()
-	p.stmts = statementCut{armed: true, n: n, mode: mode}
+	t.armed = true
+	p.stmts = t
 }
 
-// Fired reports whether the cut that CutAtStatement armed last has fired,
-// and at which statement: once the nth statement has begun. It still
-// tells after Restore.
+// Fired reports whether the cut that CutAtStatement, or the freeze that
+// FreezeAt, armed last has fired, and at which statement: once that
+// statement has begun. It still tells after Restore.
 func (p *Proxy) Fired() (Statement, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -111,32 +126,37 @@ func (p *Proxy) Fired() (Statement, bool) {
 	if !s.fired {
 		return Statement{}, false
 	}
-	return s.seen[s.n-1], true
+	return s.seen[len(s.seen)-1], true
 }
 
-// Statements returns the statements counted since CutAtStatement, up to
-// and including the one at which the cut fired, if it did, or up to
-// Restore.
+// Statements returns the statements counted since CutAtStatement or
+// FreezeAt, whichever came last, up to and including the one at which
+// its cut or freeze fired, if it did, or up to Restore.
 func (p *Proxy) Statements() []Statement {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]Statement(nil), p.stmts.seen...)
 }
 
-// trailPatience is how long an After cut waits for the Sync behind the
-// statement it let through.
+// trailPatience is how long an After cut or freeze waits for the Sync
+// behind the statement it let through.
 const trailPatience = 200 * time.Millisecond
 
-// statementCut is the state of CutAtStatement, guarded by Proxy.mu.
-type statementCut struct {
-	armed bool // counting, from CutAtStatement until Restore
-	n     int
+// statementTrap is the state of CutAtStatement or FreezeAt, whichever
+// armed last, guarded by Proxy.mu.
+type statementTrap struct {
+	armed bool // counting, from CutAtStatement or FreezeAt until Restore
+	match func(Statement) bool
 	mode  Mode
-	seen  []Statement
-	fired bool
-	// carrier is the link that carries the statement of an After cut
-	// until the proxy cuts; ended says that the statement has ended and
-	// the link lets its trail (up to a Sync) through.
+	// freezes says that the trap freezes the link that carries the
+	// statement, instead of cutting the proxy.
+	freezes bool
+	seen    []Statement
+	fired   bool
+	// carrier is the link that carries the statement of an After trap
+	// until the proxy cuts or the link freezes in full; ended says that
+	// the statement has ended and the link lets its trail (up to a Sync)
+	// through.
 	carrier *link
 	ended   bool
 }
@@ -145,63 +165,77 @@ type statementCut struct {
 type action int
 
 const (
-	pass      action = iota // forward it
-	cutBefore               // cut without forwarding it
-	cutAfter                // forward it, then cut
+	pass       action = iota // forward it
+	stopBefore               // cut or freeze without forwarding it
+	stopAfter                // forward it, then cut or freeze
 )
 
 // decide counts the statement that m begins, if any, and returns what to
 // do with m, which link l framed.
-func (s *statementCut) decide(l *link, m message) action {
+func (s *statementTrap) decide(l *link, m message) action {
 	if s.carrier == l && s.ended {
 		return s.trail(m)
 	}
-	if m.begins && s.armed && !s.fired {
-		s.seen = append(s.seen, Statement{N: len(s.seen) + 1, Message: m.what, SQL: m.sql})
-		if len(s.seen) == s.n {
-			s.fired = true
-			if s.mode == Before {
-				return cutBefore
-			}
-			s.carrier = l
-			l.muted.Store(true) // before the statement goes: nothing of the reply may pass
+	if m.begins && s.armed && !s.fired && s.count(m) {
+		s.fired = true
+		if s.freezes {
+			l.freeze()
 		}
+		if s.mode == Before {
+			return stopBefore
+		}
+		s.carrier = l
+		l.muted.Store(true) // before the statement goes: nothing of the reply may pass
 	}
 	if s.carrier != l || !m.ends {
 		return pass
 	}
 	if m.settles {
 		s.carrier = nil
-		return cutAfter
+		return stopAfter
 	}
 	s.ended = true
 	return pass
 }
 
-// trail decides on a message behind the statement of an After cut, which
+// count records the statement that m begins and reports whether it is the
+// one at which the trap fires.
+func (s *statementTrap) count(m message) bool {
+	st := Statement{N: len(s.seen) + 1, Message: m.what, SQL: m.sql}
+	s.seen = append(s.seen, st)
+	return s.match(st)
+}
+
+// trail decides on a message behind the statement of an After trap, which
 // has ended but which the server does not execute in full before a Sync.
-func (s *statementCut) trail(m message) action {
+func (s *statementTrap) trail(m message) action {
 	switch {
 	case m.begins:
 		s.carrier = nil
-		return cutBefore
+		return stopBefore
 	case m.settles:
 		s.carrier = nil
-		return cutAfter
+		return stopAfter
 	}
 	return pass
 }
 
 // trailing reports whether l waits for the Sync behind the statement of an
-// After cut.
-func (s *statementCut) trailing(l *link) bool { return s.carrier == l && s.ended }
+// After trap.
+func (s *statementTrap) trailing(l *link) bool { return s.carrier == l && s.ended }
 
-// disarm stops counting; a link that carries the statement of an After
-// cut is dropped, for its client would never get a reply.
-func (s *statementCut) disarm() {
+// sealed reports whether l is frozen and lets nothing more through: it
+// carries no trail, or no longer.
+func (s *statementTrap) sealed(l *link) bool { return l.frozen.Load() && s.carrier != l }
+
+// disarm stops counting. A link that carries the statement of an After
+// cut is dropped, for its client would never get a reply; one that
+// carries that of an After freeze stays frozen without the rest of its
+// trail.
+func (s *statementTrap) disarm() {
 	s.armed = false
-	if s.carrier != nil {
+	if s.carrier != nil && !s.freezes {
 		s.carrier.drop()
-		s.carrier = nil
 	}
+	s.carrier = nil
 }

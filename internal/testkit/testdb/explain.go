@@ -30,3 +30,24 @@ func Pages(plan []byte) (rows, pages int64, err error) {
 	p := plans[0].Plan
 	return p.Rows, p.Hit + p.Read, nil
 }
+
+// Compiled reads the output of a statement run with ExplainPrefix: whether
+// the server compiled it with JIT (which a plan priced above
+// jit_above_cost is, under the server's default jit = on), and the
+// milliseconds of its execution, compilation included.
+func Compiled(plan []byte) (jit bool, ms float64, err error) {
+	var plans []struct {
+		Execution float64 `json:"Execution Time"`
+		JIT       *struct {
+			Functions int `json:"Functions"`
+		} `json:"JIT"`
+	}
+	if err := json.Unmarshal(plan, &plans); err != nil {
+		return false, 0, fmt.Errorf("read a plan: %w", err)
+	}
+	if len(plans) != 1 {
+		return false, 0, fmt.Errorf("read a plan: %d plans, want one", len(plans))
+	}
+	p := plans[0]
+	return p.JIT != nil && p.JIT.Functions > 0, p.Execution, nil
+}

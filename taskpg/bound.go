@@ -1,0 +1,31 @@
+package taskpg
+
+import (
+	"context"
+	"time"
+
+	"github.com/taskrepo/taskrepo/internal/bound"
+	"github.com/taskrepo/taskrepo/internal/check"
+	"github.com/taskrepo/taskrepo/taskapi"
+)
+
+var _ taskapi.Bounder[DB] = (*Repository)(nil)
+
+// Bound bounds the rest of db's transaction on the server: no statement
+// runs longer than d, and the transaction does not sit idle between
+// statements longer than d (statement_timeout and
+// idle_in_transaction_session_timeout, set locally: they end with the
+// transaction). On a pool or a connection outside a transaction it does
+// nothing; d below a millisecond is ErrInvalidArgument.
+func (r *Repository) Bound(ctx context.Context, db DB, d time.Duration) error {
+	if err := check.Bound(d); err != nil {
+		return wrapf(err, "bound a transaction")
+	}
+	if err := ctx.Err(); err != nil { // a call given up on does nothing, also where it sends nothing
+		return wrapf(err, "bound a transaction")
+	}
+	if scopeOf(db) != inside {
+		return nil
+	}
+	return wrapf(control(ctx, db, bound.Postgres(d)), "bound a transaction to %v", d)
+}
