@@ -38,8 +38,8 @@ SELECT (SELECT COUNT(*) FROM {task} WHERE topic = ? AND state = 1 AND not_before
      + (SELECT COUNT(*) FROM {task} WHERE topic = ? AND state = 1 AND not_before IS NOT NULL{latest})`
 	// admitting turns taskrepo.admitting on ('on') or off (''), for the
 	// rest of the transaction or until the savepoint rolls back; admitCall
-	// admits the Ready tasks just pushed, or fails with SQLSTATE TR001
-	// (admitFunction, migrations 00010 and 00013 of PostgreSQL).
+	// admits the Ready tasks once stored, or fails with SQLSTATE TR001
+	// (admitFunction, migrations 00010, 00013 and 00015 of PostgreSQL).
 	admitting = `SELECT set_config('taskrepo.admitting', ?, true)`
 	admitCall = `SELECT {admit}(?, CAST(? AS bigint))`
 )

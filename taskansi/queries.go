@@ -1,6 +1,7 @@
 package taskansi
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -10,7 +11,7 @@ import (
 // tokens in braces: {task}, {topic}, {owner}, {hold}, {lock}, {schedule},
 // {analyze} and {admit} by the (qualified) tables and functions, and the dialect's fragments
 // ({now}, {ago}, {greatest}, {skip}, {wait}, {keep}, {primary}, {dueIndex}, {keyedIndex},
-// {insert}, {ignore}; see dialect). The tokens that remain are filled per
+// {due:r}, {insert}, {ignore}; see dialect, and keyedTokens). The tokens that remain are filled per
 // call with placeholders: {list}, {states} and {owners} (?, ?, ...),
 // {ranges} (sequence BETWEEN ? AND ? OR ..., or sequence IN (...) where the
 // dialect locks by points), {rows} ((?, ?, ?, ?, ?, ?, ?, ?), ...), {values}
@@ -73,8 +74,10 @@ SELECT count(pg_advisory_xact_lock(CAST(? AS integer), k)) FROM (SELECT k FROM (
 // folded in; only when nothing comes back does Poll look whether the owner
 // exists. The conditions skip a candidate while its identifier has an
 // earlier Ready task (in poll order), deferred or not, or a task in a
-// blocking state. On PostgreSQL a poll that took tasks records that its
-// owner holds tasks in the topic.
+// blocking state ({list}: check.Polling.Blocking, Active plus the
+// condition's Blocking states, and Expired for a poll that awaits
+// revival). On PostgreSQL a poll that took tasks records that its owner
+// holds tasks in the topic.
 //
 // The candidates come from two branches, each on an index of its own, so
 // that a poll never walks over the tasks that wait for their time, however
@@ -384,8 +387,9 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 			q.pollRead[o.order][i] = v(read, "{condition}", condition, "{direction}", o.direction, "{beyond}", o.beyond)
 		}
 		q.pollPoints[o.order] = v(pollPoints, "{direction}", o.direction)
-		q.limitsBranch[o.order] = [2]string{v(limitsBranch, "{condition}", "", "{direction}", o.direction),
-			v(limitsBranch, "{condition}", singular, "{direction}", o.direction)}
+		branch := v(limitsBranch, slices.Concat(keyedTokens(d, o.direction), []string{"{due:r}", d.dueOf})...)
+		q.limitsBranch[o.order] = [2]string{v(branch, "{condition}", "", "{direction}", o.direction),
+			v(branch, "{condition}", singular, "{direction}", o.direction)}
 		q.limitsUnion[o.order] = v(limitsUnion, "{direction}", o.direction)
 	}
 	q.pollMark, q.pollHold, q.ownerExists = s(pollMark), s(pollHold), s(ownerExists)
@@ -412,8 +416,9 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.admitTurn, q.admitting, q.admitCall = s(admitTurn), s(admitting), s(admitCall)
 	q.admitCount, q.admitCountLocking = v(admitCount, "{latest}", ""), v(admitCount, "{latest}", d.keep)
 	q.limitsOf, q.pollMarked, q.limitsGroups = s(limitsOf), s(pollMarked), s(limitsGroups)
-	q.limitsHeld = [2]string{v(limitsHeld, "{latest}", ""), v(limitsHeld, "{latest}", d.keep)}
-	q.limitsKeys = [2]string{v(limitsKeys, "{from}", ">="), v(limitsKeys, "{from}", ">")}
+	keyed := keyedTokens(d, "ASC")
+	q.limitsHeld = [2]string{v(limitsHeld, slices.Concat(keyed, []string{"{latest}", ""})...), v(limitsHeld, slices.Concat(keyed, []string{"{latest}", d.keep})...)}
+	q.limitsKeys = [2]string{v(limitsKeys, slices.Concat(keyed, []string{"{from}", ">="})...), v(limitsKeys, slices.Concat(keyed, []string{"{from}", ">"})...)}
 	q.cancelLock, q.cancelIdentifierLock = s(cancelLock), s(cancelIdentifierLock)
 	q.cancelIdentifierRead, q.cancelSet, q.cancelledOf = s(cancelIdentifierRead), s(cancelSet), s(cancelledOf)
 	return q

@@ -71,10 +71,9 @@ func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, e
 // admit stores creations in a topic that may have a capacity (see
 // queries.go and migration 00013): admitted by tickets when they are within
 // the topic's bound, else counted by task_admit. Each attempt is a
-// transaction of its own, or a savepoint inside a caller's transaction: the
-// admitted attempt holds the topic's admission lock shared until it ends,
-// and two pushes that held it while task_admit took it exclusively would
-// wait for each other. A refused push leaves a caller's transaction usable.
+// transaction of its own, or a savepoint inside a caller's transaction, so
+// that an attempt past the bound takes back what it published (migration
+// 00015). A refused push leaves a caller's transaction usable.
 // admit remembers whether the topic has a capacity.
 func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topic string, insertion taskapi.Insertion, creations []taskapi.Creation, revivals []int32) ([]taskapi.Task, error) {
 	stored, created := batch.Stored(insertion, creations)

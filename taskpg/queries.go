@@ -99,16 +99,17 @@ var (
 )
 
 const (
-	// tickets decides in order: the lock is held before the tickets are
-	// drawn ({draw}: the last of $8 tickets, or of one). Sequences are
-	// looked up by name, {tickets} and {bound} being the schema and the
-	// prefix as a string literal; 1952543599 is the space of the admission
-	// locks (internal/lockkey), {admissionKey} the schema and a dot, as a
-	// literal.
+	// tickets decides in order: the push publishes its Ready tasks
+	// ({publish}: task_publish of migration 00015, which a count reads) before
+	// it draws its tickets ({draw}: the last of $8 tickets, or of one).
+	// Sequences are looked up by name, {tickets} and {bound} being the
+	// schema and the prefix as a string literal; {admissionKey} is the
+	// schema and a dot, as a literal, whose hashtext with the topic's name
+	// is the topic's key.
 	tickets = `CASE WHEN capacity IS NULL THEN false ELSE ` + ticketsFit + ` END`
 	// ticketsFit is tickets for a statement that does not read the topic's
 	// row: a topic without its sequences fails it (42P01).
-	ticketsFit = `CASE WHEN pg_advisory_xact_lock_shared(1952543599, hashtext({admissionKey} || $1)) IS NULL THEN false
+	ticketsFit = `CASE WHEN NOT {publish} THEN false
         WHEN {draw} > pg_sequence_last_value(({bound} || md5($1))::regclass) THEN false
         ELSE set_config('taskrepo.admitting', 'ticket', true) IS NOT NULL END`
 	drawOne = `nextval(({tickets} || md5($1))::regclass)`
@@ -118,7 +119,23 @@ const (
 	// A push of many tasks decides once, in a CTE that its CTE of older
 	// tasks (if any) reads too.
 	admissionCTE = `admission AS MATERIALIZED (SELECT {decide} AS fits FROM {schema}.task_topic WHERE topic = $1)`
-	admit        = `SELECT {schema}.task_admit($1, $2)`
+	// admit counts the topic and publishes the push's Ready tasks under
+	// the count's turn (migration 00015).
+	admit = `SELECT {schema}.task_admit($1, $2)`
+)
+
+// one fills tickets for a push of one task, which publishes it and draws
+// one ticket, many for a push of $8 Ready tasks; oneAlone for a push of one
+// task in a transaction of its own, which holds no other push and so
+// publishes with the first lock that task_publish would take, without
+// calling it (a PL/pgSQL call on the path of every such push).
+var (
+	one = strings.NewReplacer("{draw}", drawOne,
+		"{publish}", "{schema}.task_publish(hashtext({admissionKey} || $1), 1::bigint)")
+	many = strings.NewReplacer("{draw}", drawMany,
+		"{publish}", "{schema}.task_publish(hashtext({admissionKey} || $1), $8::integer::bigint)")
+	oneAlone = strings.NewReplacer("{draw}", drawOne,
+		"{publish}", "pg_advisory_xact_lock_shared(hashtext({admissionKey} || $1), 16777217) IS NOT NULL") // (1 << 24) | 1
 )
 
 // admittedPush returns the admitted form of a push statement of many
@@ -126,7 +143,7 @@ const (
 // topic's row with the notifications' check spelled otherwise (see
 // notifying), so that they stay with the statement's own.
 func admittedPush(statement string) string {
-	cte := strings.NewReplacer("{decide}", strings.Replace(tickets, "{draw}", drawMany, 1),
+	cte := strings.NewReplacer("{decide}", many.Replace(tickets),
 		"task_topic WHERE", "task_topic AS t WHERE").Replace(admissionCTE)
 	statement = admitted.Replace(statement)
 	if rest, ok := strings.CutPrefix(statement, "WITH "); ok {
@@ -139,7 +156,7 @@ func admittedPush(statement string) string {
 // that decides in its check of the topic's row: a CTE costs a tenth of the
 // push.
 func admittedOne(statement string) string {
-	return strings.Replace(statement, "{uncapped}", " AND "+strings.Replace(tickets, "{draw}", drawOne, 1), 1)
+	return strings.Replace(statement, "{uncapped}", " AND "+one.Replace(tickets), 1)
 }
 
 // admittedOneAlone is the admitted push of one task in a transaction of its
@@ -150,7 +167,7 @@ func admittedOne(statement string) string {
 var admittedOneAlone = `
 INSERT INTO {schema}.task (topic, identifier, state, reference, input, not_before, revivals)
 SELECT $1::text, $2::text, $3::smallint, NULLIF($4::text, ''), NULLIF($5::text, ''), $6::timestamp, $7::integer
-WHERE ` + strings.Replace(ticketsFit, "{draw}", drawOne, 1) + `
+WHERE ` + oneAlone.Replace(ticketsFit) + `
 RETURNING sequence`
 
 // The insertion modes change older tasks in a data-modifying CTE of the same
@@ -190,7 +207,8 @@ const (
 // (internal/lockkey), the second the topic or the identifier. A push of a
 // few identifiers takes the topic's insertion lock shared and each
 // identifier's lock; a larger one takes the topic's insertion lock alone, so
-// that no push takes more than a few of the server's lock slots.
+// that no push takes more than a few of the server's lock slots. Destroy
+// takes the topic's term lock exclusively (see leader.go).
 const (
 	lockShared      = `SELECT pg_advisory_xact_lock_shared($1, $2)`
 	lockExclusive   = `SELECT pg_advisory_xact_lock($1, $2)`
@@ -210,10 +228,12 @@ SELECT count(pg_advisory_xact_lock($1, k)) FROM (SELECT k FROM unnest($2::int4[]
 // one twice. The owner check is folded in; only when nothing comes back does
 // Poll look whether the owner exists. The conditions skip a candidate while
 // its identifier has an earlier Ready task (in poll order) or a task in a
-// blocking state ($4: Active plus the condition's Blocking states). The
-// package documentation tells how conditional polls are serialized. A poll
-// that took tasks records that its owner holds tasks in the topic
-// (task_hold), where Expire will look.
+// blocking state ($4: check.Polling.Blocking, Active plus the condition's
+// Blocking states, and Expired for a poll that awaits revival; the
+// statement is the same for every set). The package documentation tells
+// how conditional polls are serialized. A poll that took tasks records
+// that its owner holds tasks in the topic (task_hold), where Expire will
+// look.
 //
 // The candidates come from two branches, each on an index of its own, so
 // that a poll never walks over the tasks that wait for their time, however
