@@ -22,9 +22,13 @@ func docBlocks(r *Report) map[string]string {
 	blocks := statementBlocks(r)
 	// A document may hold the blocks of several results (README: the
 	// failovers' and the sizing's; docs/tenants.md: the capacity's table and
-	// the limits'): a block whose results r does not hold is left as it is.
-	// The results of the limits scenario alone hold no table.
-	if len(r.Figures) > 0 || r.Limits == nil {
+	// the limits' and the renderer's): a block whose results r does not hold
+	// is left as it is. The results of the limits or the renderer scenario
+	// alone hold no table.
+	switch {
+	case rendererOnly(r):
+		blocks["renderer"] = rendererText(r)
+	case len(r.Figures) > 0 || r.Limits == nil:
 		var table bytes.Buffer
 		writeTable(&table, r)
 		blocks["table"], blocks["machine"] = table.String(), machineText(r)
@@ -42,7 +46,7 @@ func docBlocks(r *Report) map[string]string {
 }
 
 // otherBlocks are the blocks of results that a report may not hold.
-var otherBlocks = []string{"failover", "sizing", "sizing_summary", "limits", "table", "machine"}
+var otherBlocks = []string{"failover", "sizing", "sizing_summary", "limits", "renderer", "table", "machine"}
 
 // machineText says when and where the results were measured.
 func machineText(r *Report) string {

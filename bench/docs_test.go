@@ -66,6 +66,7 @@ func TestTheDocsHoldTheRecordedFigures(t *testing.T) {
 		{"results/baseline.json", "../docs/performance.md"},
 		{"results/capacity.json", "../docs/tenants.md"}, // go run . --only capacity --json results/capacity.json
 		{"results/limits.json", "../docs/tenants.md"},   // go run . --only limits --json results/limits.json --chart '' --baseline ''
+		{"results/renderer.json", "../docs/tenants.md"}, // go run . --only renderer --json results/renderer.json --chart '' --baseline ''
 		// TASK_TEST_FAILOVERS=100 TASK_TEST_FAILOVER_RESULTS=$PWD/bench/results/failover.json go test -run '^TestFailoverLosesNothingCommitted$' ./faults
 		{"results/failover.json", "../README.md"},
 		{"results/sizing.json", "../docs/operating.md"}, // go run . --only sizing --json results/sizing.json

@@ -20,15 +20,16 @@ import (
 // The renderer of issue 40 (point 5): a multi-tenant service with the
 // tenant as the tasks' identifier, a fleet bound (Limits.Active) and a
 // share per tenant (Limits.PerIdentifier), consumed by three Clients with
-// ParallelTx and the default pollers. One tenant has a backlog; twenty
-// quiet ones push a few tasks a second each. What counts: how soon a quiet
-// tenant's task starts, and how much of the fleet bound is in use while
-// the backlog lasts.
+// ParallelTx and the default pollers. The tenant is a key of fairness, not
+// of order: the handler runs a tenant's tasks at once (AnyOrder). One
+// tenant has a backlog; twenty quiet ones push a few tasks a second each.
+// What counts: how soon a quiet tenant's task starts, and how much of the
+// fleet bound renders while the backlog lasts.
 const (
 	rendererClients    = 3
 	rendererWorkers    = 8 // ParallelTx(8) per Client: 24 at once, the fleet bound
 	rendererBound      = 24
-	rendererShare      = 20 // PerIdentifier: the backlog's tenant leaves the quiet ones 4 at least
+	rendererShare      = 20 // PerIdentifier: the backlog's tenant may fill most of the bound, and leaves the quiet ones 4 at least
 	rendererQuiet      = 20 // quiet tenants
 	rendererQuietEvery = 500 * time.Millisecond
 	rendererRender     = 50 * time.Millisecond
@@ -70,7 +71,7 @@ func runRenderer(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	note := fmt.Sprintf("%d Clients, each its own owner and pool, ParallelTx(%d), default pollers, WithNotifier; Limits{Active: %d, PerIdentifier: %d}; "+
+	note := fmt.Sprintf("%d Clients, each its own owner and pool, ParallelTx(%d, render, AnyOrder()), default pollers, WithNotifier; Limits{Active: %d, PerIdentifier: %d}; "+
 		"one tenant's backlog of %d tasks, %d quiet tenants each pushing one task every %v for %v; every render takes %v",
 		rendererClients, rendererWorkers, rendererBound, rendererShare, backlog, rendererQuiet, rendererQuietEvery, window, rendererRender)
 	for _, p := range []float64{50, 99} {
@@ -86,16 +87,17 @@ func runRenderer(ctx context.Context, b *bench) error {
 		b.report.add(f)
 	}
 	active, renders := run.activeSum/float64(run.samples)/rendererBound, run.rendersSum/float64(run.samples)
-	b.report.add(Figure{Key: "renderer_bound_in_use", Unit: "×", Taskrepo: &active, Target: 0.9,
-		Name: "renderer: share of the fleet bound in use (Active tasks ÷ Limits.Active) while the backlog lasts",
+	inUse := renders / rendererBound
+	b.report.add(Figure{Key: "renderer_bound_in_use", Unit: "×", Taskrepo: &inUse, Target: 0.9,
+		Name: "renderer: share of the fleet bound rendering (renders at once ÷ Limits.Active) while the backlog lasts",
+		Note: fmt.Sprintf("mean of %d samples every %v; a task claimed but not rendering yet does not count", run.samples, rendererSample)})
+	b.report.add(Figure{Key: "renderer_active", Unit: "×", Taskrepo: &active,
+		Name: "renderer: share of the fleet bound claimed (Active tasks ÷ Limits.Active) while the backlog lasts",
 		Note: fmt.Sprintf("mean of %d samples every %v", run.samples, rendererSample)})
-	b.report.add(Figure{Key: "renderer_renders", Unit: "renders", Taskrepo: &renders,
-		Name: "renderer: renders at once while the backlog lasts (mean)",
-		Note: "a batch runs the tasks of one tenant one after the other (ParallelTx keeps an identifier's order), so the backlog's tenant renders on one worker per Client"})
 	b.report.add(Figure{Key: "renderer_backlog_rate", Unit: "tasks/s", Taskrepo: &run.backlogRate,
 		Name: "renderer: the backlog's tasks rendered per second"})
-	fmt.Fprintf(os.Stderr, "   quiet pushed %d, started %d; bound in use %.2f, renders at once %.1f, backlog %.0f tasks/s\n",
-		run.quietPushed.Load(), run.start.count(), active, renders, run.backlogRate)
+	fmt.Fprintf(os.Stderr, "   quiet pushed %d, started %d; bound rendering %.2f, claimed %.2f, backlog %.0f tasks/s\n",
+		run.quietPushed.Load(), run.start.count(), inUse, active, run.backlogRate)
 	return nil
 }
 
@@ -110,6 +112,13 @@ func renderOnce(ctx context.Context, pool *pgxpool.Pool, backlog int, window tim
 		return nil, err
 	}
 	if err := taskPush(ctx, repo, pool, taskapi.Append, backlog, pushBatch, func(int) string { return rendererBacklogID }); err != nil {
+		return nil, err
+	}
+	// The backlog built up before the run, as after a fault: autovacuum
+	// (off on the bench's server) would have analyzed it by then. Without
+	// statistics the planner takes the topic's partition for empty and walks
+	// the tenants of a keyed poll by reading every row (200 ms a poll).
+	if _, err := pool.Exec(ctx, "ANALYZE task"); err != nil {
 		return nil, err
 	}
 	run := &renderRun{}
@@ -175,7 +184,7 @@ func renderClients(ctx context.Context, pool *pgxpool.Pool, run *renderRun) ([]*
 		if err != nil {
 			return nil, closeAll, err
 		}
-		if err := client.Handle(topic, taskproc.ParallelTx(rendererWorkers, run.render)); err != nil {
+		if err := client.Handle(topic, taskproc.ParallelTx(rendererWorkers, run.render, taskproc.AnyOrder())); err != nil {
 			return nil, closeAll, err
 		}
 		clients = append(clients, client)

@@ -9,7 +9,8 @@ import (
 // most n at once, one per identifier in play, each working through the
 // queue of its identifier's groups of tasks in the order they came, so
 // that the tasks of one identifier run one after the other across every
-// batch the crew is given, while the other identifiers go on.
+// batch the crew is given, while the other identifiers go on. A job alone
+// (AnyOrder) queues behind no other: it takes the next free worker.
 //
 // A Manager gives each of its loops a crew, and runs the batches of a
 // per-task handler off the loop: the loop polls again as soon as the crew
@@ -25,6 +26,7 @@ type crew struct {
 	track func(delta int)
 
 	mu       sync.Mutex
+	busy     int              // workers running
 	lanes    map[string]*lane // the identifiers that have a worker
 	waiting  []job            // jobs of identifiers without a worker, while all are busy
 	reserved int              // tasks of batches polled for the crew and not given to it yet
@@ -42,9 +44,11 @@ type lane struct {
 	broken bool
 }
 
-// A job is a group of tasks of one identifier, in sequence order.
+// A job is a group of tasks of one identifier, in sequence order, or a
+// task alone, which needs no lane of its identifier.
 type job struct {
 	identifier string
+	alone      bool
 	tasks      int
 	run        func() bool // runs the tasks; false when it was cut short
 	skip       func()      // instead of run, once the lane broke
@@ -65,7 +69,7 @@ func newCrew(n, size int, track func(delta int)) *crew {
 // counts the tasks reserved for batches not given to the crew yet both as
 // workers and as tasks, which they may take at most.
 func (c *crew) room() int {
-	free := c.n - len(c.lanes) - c.reserved
+	free := c.n - c.busy - c.reserved
 	if c.size > 0 {
 		free = min(free, c.size-c.held-c.reserved)
 	}
@@ -139,9 +143,9 @@ func (c *crew) submit(b *Batch, jobs []job) {
 	for _, j := range jobs {
 		c.held += j.tasks
 		switch l, ok := c.lanes[j.identifier]; {
-		case ok:
+		case ok && !j.alone:
 			l.queue = append(l.queue, j)
-		case len(c.lanes) < c.n:
+		case c.busy < c.n:
 			c.start(j)
 		default:
 			c.waiting = append(c.waiting, j)
@@ -155,17 +159,22 @@ func (c *crew) submit(b *Batch, jobs []job) {
 // so that none of j's identifier waits before it.
 func (c *crew) start(j job) {
 	c.track(1)
-	go c.work(c.open(j.identifier), j)
+	c.busy++
+	go c.work(c.open(j), j)
 }
 
-// open makes the lane of identifier; the waiting jobs of the identifier
-// join it, in order. The caller holds mu.
-func (c *crew) open(identifier string) *lane {
+// open makes the lane of j: a lane of its own for a job alone, else the
+// lane of its identifier, which the waiting jobs of the identifier join, in
+// order. The caller holds mu.
+func (c *crew) open(j job) *lane {
 	l := &lane{}
-	c.lanes[identifier] = l
+	if j.alone {
+		return l
+	}
+	c.lanes[j.identifier] = l
 	rest := c.waiting[:0]
 	for _, w := range c.waiting {
-		if w.identifier == identifier {
+		if w.identifier == j.identifier && !w.alone {
 			l.queue = append(l.queue, w)
 		} else {
 			rest = append(rest, w)
@@ -208,13 +217,16 @@ func (c *crew) next(l *lane, j job) (job, *lane, bool) {
 		l.queue = l.queue[1:]
 		return next, l, true
 	}
-	delete(c.lanes, j.identifier)
+	if !j.alone {
+		delete(c.lanes, j.identifier)
+	}
 	if len(c.waiting) == 0 {
+		c.busy--
 		return job{}, nil, false
 	}
 	next := c.waiting[0]
 	c.waiting = c.waiting[1:]
-	return next, c.open(next.identifier), true
+	return next, c.open(next), true
 }
 
 // signal wakes those that await room; the caller holds mu.

@@ -38,19 +38,17 @@ func Sequential(fn TaskFunc) Handler {
 // identifiers go on: one slow identifier holds up no other. Its Manager
 // polls again whenever a worker is free (see WithPollers), not once a
 // whole batch is settled. n below one is one. When ctx ends, it decides no
-// more tasks, as Sequential does.
-func Parallel(n int, fn TaskFunc) Handler {
-	return &parallel{n: max(n, 1), fn: fn}
+// more tasks, as Sequential does. AnyOrder drops the order of an
+// identifier's tasks.
+func Parallel(n int, fn TaskFunc, opts ...PerTaskOption) Handler {
+	return &parallel{perTask: newPerTask(n, opts), fn: fn}
 }
 
 // parallel is the Handler of Parallel.
 type parallel struct {
-	n  int
+	perTask
 	fn TaskFunc
 }
-
-// workers says that a batch is decided on up to n workers.
-func (h *parallel) workers() int { return h.n }
 
 // Handle decides the tasks of b on the workers and completes b.
 func (h *parallel) Handle(ctx context.Context, b *Batch) error {
@@ -58,7 +56,7 @@ func (h *parallel) Handle(ctx context.Context, b *Batch) error {
 		mu        sync.Mutex
 		decisions = make(Decisions, len(b.tasks))
 	)
-	runGroups(b, h.n, func(group []taskapi.Task) bool {
+	h.runGroups(b, func(group []taskapi.Task) bool {
 		whole := true
 		for _, task := range group {
 			if ctx.Err() != nil {

@@ -28,26 +28,23 @@ type TaskTxFunc[Tx any] func(ctx context.Context, tx Tx, task taskapi.Task) (tas
 // that are free rather than once a whole batch is settled (see Parallel).
 // When ctx ends (a Stop that ran out of time), it starts no more tasks, and
 // those it did not start go back to Ready, no attempt counted; a task whose
-// fn returns the error of ctx goes back too. n below one is one. Tx must be
-// the transaction type of the runtime, else every batch fails with an
-// ErrInvalidArgument.
+// fn returns the error of ctx goes back too. n below one is one. AnyOrder
+// drops the order of an identifier's tasks. Tx must be the transaction
+// type of the runtime, else every batch fails with an ErrInvalidArgument.
 //
 // Each of the n functions running at once holds a connection of the pool,
 // in its transaction: a Client refuses to start when they do not fit in
 // the pool beside the connections it keeps for its own work (see
 // Client.Start).
-func ParallelTx[Tx any](n int, fn TaskTxFunc[Tx]) Handler {
-	return &parallelTx[Tx]{n: max(n, 1), fn: fn}
+func ParallelTx[Tx any](n int, fn TaskTxFunc[Tx], opts ...PerTaskOption) Handler {
+	return &parallelTx[Tx]{perTask: newPerTask(n, opts), fn: fn}
 }
 
 // parallelTx is the Handler of ParallelTx.
 type parallelTx[Tx any] struct {
-	n  int
+	perTask
 	fn TaskTxFunc[Tx]
 }
-
-// workers says that a batch is decided on up to n workers.
-func (h *parallelTx[Tx]) workers() int { return h.n }
 
 // holds says that a batch holds a connection per function running.
 func (h *parallelTx[Tx]) holds() (int, string) { return h.n, "ParallelTx" }
@@ -59,7 +56,7 @@ func (h *parallelTx[Tx]) Handle(ctx context.Context, b *Batch) error {
 		var tx Tx
 		return fmt.Errorf("taskproc: ParallelTx over transactions of type %T for a runtime of another: %w", tx, taskapi.ErrInvalidArgument)
 	}
-	runGroups(b, h.n, func(group []taskapi.Task) bool {
+	h.runGroups(b, func(group []taskapi.Task) bool {
 		for _, task := range group {
 			if ctx.Err() != nil || settleTx(ctx, b, task, h.fn) != nil {
 				return false // the rest of the identifier waits: its order holds

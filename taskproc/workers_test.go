@@ -31,6 +31,61 @@ func workerCases[Tx any](all map[string]suiteCase[Tx]) {
 			})
 		})
 	}
+	all["ParallelAnyOrderRunsAnIdentifiersTasksAtOnce"] = func(t *testing.T, e *env[Tx]) {
+		runsAtOnce(t, e, func(fn taskproc.TaskFunc) taskproc.Handler { return taskproc.Parallel(4, fn, taskproc.AnyOrder()) })
+	}
+	all["ParallelTxAnyOrderRunsAnIdentifiersTasksAtOnce"] = func(t *testing.T, e *env[Tx]) {
+		if e.b.single {
+			t.Skip("each task holds the only connection in its transaction")
+		}
+		runsAtOnce(t, e, func(fn taskproc.TaskFunc) taskproc.Handler {
+			return taskproc.ParallelTx(4, func(ctx context.Context, _ Tx, task taskapi.Task) (taskapi.Decision, error) {
+				return fn(ctx, task)
+			}, taskproc.AnyOrder())
+		})
+	}
+}
+
+// runsAtOnce runs a handler of four workers that handlerOf makes, with
+// AnyOrder, over eight tasks of one identifier: each of the first four
+// waits until four run at once, which they can only on four workers.
+func runsAtOnce[Tx any](t *testing.T, e *env[Tx], handlerOf func(taskproc.TaskFunc) taskproc.Handler) {
+	e.push("tenant", "tenant", "tenant", "tenant", "tenant", "tenant", "tenant", "tenant")
+	var (
+		mu        sync.Mutex
+		now, most int
+		late      bool
+	)
+	four := make(chan struct{})
+	handler := handlerOf(func(ctx context.Context, task taskapi.Task) (taskapi.Decision, error) {
+		mu.Lock()
+		now++
+		if most = max(most, now); most == 4 && now == 4 {
+			close(four)
+		}
+		mu.Unlock()
+		select {
+		case <-four:
+		case <-time.After(othersPatience):
+			mu.Lock()
+			late = true
+			mu.Unlock()
+		}
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return taskapi.Decision{Result: taskapi.Success}, nil
+	})
+	e.start(e.manager(handler, taskproc.WithPause(50*time.Millisecond)))
+	e.allIn(8, taskapi.Succeeded)
+	mu.Lock()
+	defer mu.Unlock()
+	if late {
+		t.Errorf("four tasks of one identifier did not run at once within %v", othersPatience)
+	}
+	if most > 4 {
+		t.Errorf("%d tasks ran at once, want at most the handler's 4", most)
+	}
 }
 
 // keepsWorkersBusy runs a handler of four workers that handlerOf makes

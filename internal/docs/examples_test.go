@@ -284,6 +284,14 @@ func tenantsCancelled() taskproc.Handler {
 	return handler
 }
 
+func tenantsAnyOrder(client *taskproc.Client[taskpg.DB], render taskproc.TaskTxFunc[taskpg.DB]) error {
+	handler := taskproc.ParallelTx(8, render, taskproc.AnyOrder())
+	if err := client.Handle("reports", handler); err != nil {
+		return err
+	}
+	return nil
+}
+
 func processingComposite() (taskproc.Handler, error) {
 	amounts := taskproc.NewKey[map[string]int]("amounts")
 	steps := taskproc.NewComposite[taskpg.DB]().
