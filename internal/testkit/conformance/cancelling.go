@@ -289,7 +289,9 @@ func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Tas
 // from the first: where the database serializes every write (SQLite, whose
 // writers take turns), an operator walking behind the pollers keeps their
 // pace, one cancellation to their three tasks a round, and would only ever
-// find the tasks they had completed.
+// find the tasks they had completed. The pollers begin once the operator's
+// first cancellation returned: on a busy machine they completed every task
+// before the operator's first call.
 func (c *canceller[Tx]) cancelRace(t *testing.T) {
 	n := raceTasks(c.b, 240)
 	creations := make([]taskapi.Creation, n)
@@ -303,13 +305,23 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 		cancelled = map[int64]bool{}
 		wg        sync.WaitGroup
 		stop      = make(chan struct{})
+		halt      = sync.OnceFunc(func() { close(stop) })
+		begun     = make(chan struct{})
+		begin     = sync.OnceFunc(func() { close(begun) })
 	)
+	defer func() { // the pollers return, should the operator fail first
+		halt()
+		begin()
+		wg.Wait()
+	}()
+	operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
 	for _, name := range []string{Owner, "owner-b"} {
 		repo := c.repo
 		if name != Owner {
 			repo = c.owner(name)
 		}
 		wg.Go(func() {
+			<-begun
 			for {
 				select {
 				case <-stop:
@@ -332,7 +344,6 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 			}
 		})
 	}
-	operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
 	for i := n - 1; i >= 0; i -= 3 {
 		got, err := operator.Cancel(c.ctx, c.db, "t", "", pushed[i].Sequence)
 		if errors.Is(err, taskapi.ErrConflict) {
@@ -345,6 +356,7 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 			cancelled[x.Task.Sequence] = true
 		}
 		mu.Unlock()
+		begin()
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -360,7 +372,7 @@ func (c *canceller[Tx]) cancelRace(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	close(stop)
+	halt()
 	wg.Wait()
 	mu.Lock()
 	defer mu.Unlock()
