@@ -96,6 +96,10 @@ func runRenderer(ctx context.Context, b *bench) error {
 		Note: fmt.Sprintf("mean of %d samples every %v", run.samples, rendererSample)})
 	b.report.add(Figure{Key: "renderer_backlog_rate", Unit: "tasks/s", Taskrepo: &run.backlogRate,
 		Name: "renderer: the backlog's tasks rendered per second"})
+	// The percentiles are of the quiet tasks that started within the window.
+	started := 100 * float64(run.start.count()) / float64(max(run.quietPushed.Load(), 1))
+	b.report.add(Figure{Key: "renderer_quiet_started", Unit: "%", Taskrepo: &started,
+		Name: "renderer: quiet tenants' tasks started within the window, of those pushed (the percentiles are of these)"})
 	fmt.Fprintf(os.Stderr, "   quiet pushed %d, started %d; bound rendering %.2f, claimed %.2f, backlog %.0f tasks/s\n",
 		run.quietPushed.Load(), run.start.count(), inUse, active, run.backlogRate)
 	return nil
