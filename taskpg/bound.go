@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/taskrepo/taskrepo/internal/bound"
-	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
@@ -18,10 +17,7 @@ var _ taskapi.Bounder[DB] = (*Repository)(nil)
 // transaction). On a pool or a connection outside a transaction it does
 // nothing; d below a millisecond is ErrInvalidArgument.
 func (r *Repository) Bound(ctx context.Context, db DB, d time.Duration) error {
-	if err := check.Bound(d); err != nil {
-		return wrapf(err, "bound a transaction")
-	}
-	if err := ctx.Err(); err != nil { // a call given up on does nothing, also where it sends nothing
+	if err := bound.Refused(ctx, d); err != nil {
 		return wrapf(err, "bound a transaction")
 	}
 	if scopeOf(db) != inside {

@@ -69,23 +69,24 @@ const pushSequences = `
 SELECT nextval({sequence})
 FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) AS p, generate_series(1, $2)`
 
-// Capacity (see migrations 00010 and 00013): the push statements store
+// Capacity (see migrations 00010, 00013 and 00015): the push statements store
 // tasks only in a topic without a capacity ({uncapped} in their check of
 // the topic's row, and in the CTE by which an insertion mode changes older
 // tasks, which would run even when the insert stores nothing). For a topic
 // with one they store nothing, and the push goes again as admit does:
 //
-//   - first admitted, with tickets: the admission CTE takes the topic's
-//     admission lock shared, draws a ticket per Ready task the push stores
-//     ($8) and compares the last with the topic's bound. Within it, the push
+//   - first admitted, with tickets: the admission CTE publishes the Ready
+//     tasks the push stores, draws a ticket per task ($8) and compares the
+//     last with the topic's bound. Within it, the push
 //     turns taskrepo.admitting on for the transaction, as the trigger of the
 //     topic's partition asks of every insert (pushOneAlone meets it), and
 //     stores its tasks; past it, or for a topic without a capacity, it stores
 //     nothing and changes nothing.
 //   - else counted: the push turns taskrepo.admitting on and stores its
 //     tasks, and admit, the statement after it, runs task_admit, which
-//     counts. It comes in a transaction (or savepoint) of its own, after
-//     the one of the admitted push, which held the lock shared.
+//     counts and publishes them. It comes in a transaction (or savepoint)
+//     of its own, after the one of the admitted push, which took back what
+//     it published.
 //
 // The CTE reads the topic's row under another name, so that the
 // notifications (see notifying) go with the statement's own check.

@@ -43,6 +43,19 @@ func newPerTask(n int, opts []PerTaskOption) perTask {
 // workers says that a batch is decided on up to n workers.
 func (p *perTask) workers() int { return p.n }
 
+// groups returns tasks grouped by identifier in sequence order, or each
+// task alone, in sequence order, with AnyOrder.
+func (p *perTask) groups(tasks []taskapi.Task) [][]taskapi.Task {
+	if !p.anyOrder {
+		return byIdentifier(tasks)
+	}
+	var groups [][]taskapi.Task
+	for _, task := range sortedBySequence(tasks) {
+		groups = append(groups, []taskapi.Task{task})
+	}
+	return groups
+}
+
 // runGroups runs the tasks of b, grouped by identifier in sequence order
 // (each task alone with AnyOrder), on b's crew (its loop's, or one of n
 // workers of its own), and returns once every group is done. run runs a
@@ -55,13 +68,7 @@ func (p *perTask) runGroups(b *Batch, run func([]taskapi.Task) bool, skip func([
 	if c == nil {
 		c = newCrew(p.n, 0, func(delta int) { workers.Add(delta) })
 	}
-	groups := byIdentifier(b.tasks)
-	if p.anyOrder {
-		groups = groups[:0:0]
-		for _, task := range sortedBySequence(b.tasks) {
-			groups = append(groups, []taskapi.Task{task})
-		}
-	}
+	groups := p.groups(b.tasks)
 	var done sync.WaitGroup
 	done.Add(len(groups))
 	jobs := make([]job, len(groups))

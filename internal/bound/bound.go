@@ -9,8 +9,19 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
+
+// Refused returns why a Bounder may not bound a transaction to d: d is
+// below a millisecond (ErrInvalidArgument), or ctx is done, for a call
+// given up on does nothing, also where it would send nothing. nil else.
+func Refused(ctx context.Context, d time.Duration) error {
+	if err := check.Bound(d); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
 
 // Postgres returns the statements that bound the transaction under way to
 // d: no statement runs longer than d, and the transaction does not sit
