@@ -247,7 +247,9 @@ func (m *Manager[Tx]) signal() bool {
 // (see interrupt); it then returns ctx.Err(), at most about four graces
 // after ctx ended. Stop returns once the runtime's goroutines have
 // returned, but for one that runs a handler call which ignored its context
-// past the grace: that one returns with the call. Stopping a stopped
+// past the grace: that one returns with the call, once what the call left
+// is settled or given up (a read-back of at most a grace, at least a
+// second, at most ten). Stopping a stopped
 // Manager does nothing; a Stop during another waits for the same end, and
 // the first context to end hurries both.
 func (m *Manager[Tx]) Stop(ctx context.Context) error {

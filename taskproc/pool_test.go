@@ -201,6 +201,15 @@ func recoversAll[Tx any](t *testing.T, rig hogRig[Tx]) {
 	}
 }
 
+// batchEnds counts the events that end a batch or a part of one.
+func batchEnds(r *recorder) int {
+	n := 0
+	for _, kind := range []taskproc.EventKind{taskproc.EventCompleted, taskproc.EventFailed, taskproc.EventReleased, taskproc.EventAbandoned} {
+		n += len(r.of(kind))
+	}
+	return n
+}
+
 // stopRuns is how often TestStopReturnsByItsBoundOnAStarvedPool runs its
 // reproduction: a few times in the test command, 100 times in CI's heavy
 // step (TASK_TEST_STOP_RUNS).
@@ -234,11 +243,13 @@ func TestStopReturnsByItsBoundOnAStarvedPool(t *testing.T) {
 			let := sync.OnceFunc(func() { close(unblock) })
 			t.Cleanup(let)
 			var done sync.WaitGroup
+			events := &recorder{}
 			// An expiry of an hour bounds the runtime's statements to half an
 			// hour: what Stop waits for beyond its bound would then outlast
 			// the test's patience, rather than end with that bound.
 			c, err := taskproc.New[taskpg.DB](e.repo, e.transact, taskproc.WithReconcile(20*time.Millisecond),
-				taskproc.WithExpiry(time.Hour), taskproc.WithGrace(200*time.Millisecond), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
+				taskproc.WithExpiry(time.Hour), taskproc.WithGrace(200*time.Millisecond), taskproc.WithLogger(slog.New(slog.DiscardHandler)),
+				taskproc.WithListener(events))
 			if err == nil {
 				err = c.Handle(topic, taskproc.ParallelTx(1, func(ctx context.Context, tx taskpg.DB, task taskapi.Task) (taskapi.Decision, error) {
 					done.Add(1)
@@ -274,8 +285,13 @@ func TestStopReturnsByItsBoundOnAStarvedPool(t *testing.T) {
 				stopped <- c.Stop(ctx)
 			}()
 			err = within(t, "Stop with a deadline on a starved pool", stopped)
+			ended := batchEnds(events)
 			let()
 			done.Wait()
+			// The function returned past the Stop: the runtime still ends
+			// its part (a read-back, briefly, see Manager.Stop) and tells
+			// of it; the test ends after that, with no goroutine left.
+			eventually(t, "the late function's part ended", func() bool { return batchEnds(events) > ended })
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Stop = %v, want its context's deadline: the batch was still in flight", err)
 			}
