@@ -56,7 +56,24 @@ type renderRun struct {
 	rendersSum   float64
 	quietPushed  atomic.Int64
 	backlogStart time.Time
-	backlogRate  float64 // backlog tasks rendered per second within the window
+	backlogRate  float64      // backlog tasks rendered per second within the window
+	polls        atomic.Int64 // polls that returned tasks, of every Client
+	polled       atomic.Int64 // the tasks they returned
+	empty        atomic.Int64 // polls that returned none
+	limited      atomic.Int64 // polls the topic's limits held back
+}
+
+// Notify counts the Clients' polls (a taskproc.Listener).
+func (run *renderRun) Notify(e taskproc.Event) {
+	switch e.Kind {
+	case taskproc.EventPolled:
+		run.polls.Add(1)
+		run.polled.Add(int64(len(e.Tasks)))
+	case taskproc.EventEmpty:
+		run.empty.Add(1)
+	case taskproc.EventLimited:
+		run.limited.Add(1)
+	}
 }
 
 // runRenderer runs the renderer's scenario (opt-in: --only renderer).
@@ -100,8 +117,9 @@ func runRenderer(ctx context.Context, b *bench) error {
 	started := 100 * float64(run.start.count()) / float64(max(run.quietPushed.Load(), 1))
 	b.report.add(Figure{Key: "renderer_quiet_started", Unit: "%", Taskrepo: &started,
 		Name: "renderer: quiet tenants' tasks started within the window, of those pushed (the percentiles are of these)"})
-	fmt.Fprintf(os.Stderr, "   quiet pushed %d, started %d; bound rendering %.2f, claimed %.2f, backlog %.0f tasks/s\n",
-		run.quietPushed.Load(), run.start.count(), inUse, active, run.backlogRate)
+	fmt.Fprintf(os.Stderr, "   quiet pushed %d, started %d; bound rendering %.2f, claimed %.2f, backlog %.0f tasks/s; %d polls of %.1f tasks, %d empty, %d held by limits\n",
+		run.quietPushed.Load(), run.start.count(), inUse, active, run.backlogRate,
+		run.polls.Load(), float64(run.polled.Load())/float64(max(run.polls.Load(), 1)), run.empty.Load(), run.limited.Load())
 	return nil
 }
 
@@ -184,7 +202,7 @@ func renderClients(ctx context.Context, pool *pgxpool.Pool, run *renderRun) ([]*
 			return nil, closeAll, err
 		}
 		client, err := taskproc.New(repo, taskpg.Transact(own), taskproc.WithPause(procPause),
-			taskproc.WithNotifier(taskpg.NewNotifier(own)))
+			taskproc.WithNotifier(taskpg.NewNotifier(own)), taskproc.WithListener(run))
 		if err != nil {
 			return nil, closeAll, err
 		}

@@ -96,9 +96,10 @@ WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
             UNION ALL
             SELECT r.ctid, r.sequence FROM keyed CROSS JOIN LATERAL (
                 SELECT q.ctid, q.sequence, q.identifier FROM {schema}.task AS q
-                WHERE q.topic = $1 AND q.identifier = keyed.identifier AND q.state = 1
+                WHERE q.topic = $1 AND q.identifier >= keyed.identifier AND q.identifier <= keyed.identifier
+                  AND q.state >= 1 AND q.state <= 1
                   AND coalesce(q.not_before, '-infinity') <= {now}
-                ORDER BY q.sequence {direction}
+                ORDER BY q.identifier {direction}, q.state {direction}, q.sequence {direction}
                 LIMIT greatest(0, (SELECT k FROM take) - ({activeOf:keyed}))) AS r
             WHERE NOT (SELECT walked FROM enough)
               AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}) AS c
@@ -107,18 +108,62 @@ WHERE set_config('taskrepo.limited', '', true) IS NOT NULL`
 	// keyedWith, after limitTake in the {with} of a keyed poll: the
 	// identifiers (keyed), the walk (walked) and whether it was enough, which
 	// keyedCandidates and the poll's marker read.
+	//
+	// The walk tells of each of its candidates whether its identifier has
+	// fewer Active tasks and earlier due Ready ones than its limit (room),
+	// and whether it was at its limit (at_limit). Only an identifier's first
+	// k candidates in poll order (nth) are counted: a later one has k
+	// earlier due Ready tasks among them, so no room, whatever the index
+	// holds. The earlier ones are the candidate's rank (nth - 1) where the
+	// walk covers them (covered): every task the ready branch reads in
+	// sequence order before the last it took, when the due branch took all
+	// the due ones; else, a count in the keyed index. Counting them there at
+	// every poll read the entries of the consumed tasks (dead until a
+	// vacuum) before each of a backlog's candidates: 3.5 ms a candidate in
+	// the renderer of bench/, its polls 20 to 70 ms where they now take a
+	// few. A poll's condition (singular) leaves each identifier at most
+	// one candidate, with no earlier Ready task: its rank is exact too.
+	//
+	// Every read of the keyed index names its columns as ranges and orders
+	// by them: with equalities, the planner took the identifier and state
+	// for constants and read the primary key in sequence order instead,
+	// through every consumed task before a quiet identifier's first Ready
+	// one (4,800 rows a quiet identifier, a poll 20 ms). The loose scan
+	// orders by the state too, for the same reason: the identifier index,
+	// which it took otherwise, holds every consumed task. OFFSET 0 keeps
+	// the counts in their level, read once by room and at_limit.
 	keyedWith = `keyed (identifier) AS (
     (SELECT k.identifier FROM {schema}.task AS k
-     WHERE k.topic = $1 AND k.state <= 1 ORDER BY k.identifier LIMIT 1)
+     WHERE k.topic = $1 AND k.state <= 1 ORDER BY k.identifier, k.state LIMIT 1)
     UNION ALL
     SELECT (SELECT k.identifier FROM {schema}.task AS k
             WHERE k.topic = $1 AND k.state <= 1 AND k.identifier > keyed.identifier
-            ORDER BY k.identifier LIMIT 1)
+            ORDER BY k.identifier, k.state LIMIT 1)
     FROM keyed WHERE keyed.identifier IS NOT NULL),
 walked AS MATERIALIZED (
-    SELECT * FROM ({ready}) AS ready
-    UNION ALL
-    SELECT * FROM ({due}) AS due),
+    SELECT w.ctid, w.sequence, w.due, w.active + w.earlier < (SELECT k FROM take) AS room,
+           w.active >= (SELECT k FROM take) AS at_limit
+    FROM (
+    SELECT r.ctid, r.sequence, r.due,
+           CASE WHEN r.nth <= (SELECT k FROM take) THEN ({activeOf:r}) ELSE 0 END AS active,
+           CASE WHEN r.nth > (SELECT k FROM take) THEN (SELECT k FROM take)
+                WHEN r.covered THEN r.nth - 1
+                ELSE (SELECT count(*) FROM (SELECT FROM {schema}.task AS e
+                                            WHERE e.topic = $1 AND e.identifier >= r.identifier AND e.identifier <= r.identifier
+                                              AND e.state >= 1 AND e.state <= 1 AND e.sequence {earlier} r.sequence
+                                              AND coalesce(e.not_before, '-infinity') <= {now}
+                                            ORDER BY e.identifier, e.state, e.sequence
+                                            LIMIT (SELECT k FROM take)) AS e) END AS earlier
+    FROM (
+    SELECT r.*, row_number() OVER (PARTITION BY r.identifier ORDER BY r.sequence {direction}) AS nth,
+           count(*) FILTER (WHERE r.due) OVER () < (SELECT n FROM take)
+           AND (count(*) FILTER (WHERE NOT r.due) OVER () < (SELECT n FROM take)
+                OR NOT ({last}(r.sequence) FILTER (WHERE NOT r.due) OVER () {earlier} r.sequence)) AS covered
+    FROM (
+        SELECT * FROM ({ready}) AS ready
+        UNION ALL
+        SELECT * FROM ({due}) AS due) AS r) AS r
+    OFFSET 0) AS w),
 enough (walked) AS (
     SELECT count(*) FILTER (WHERE room) >= (SELECT n FROM take)
            OR (count(*) FILTER (WHERE due) < (SELECT n FROM take)
@@ -132,40 +177,13 @@ enough (walked) AS (
 	limitHeld = `(SELECT n FROM take) < $3 AND (SELECT count(*) FROM polled) >= (SELECT n FROM take)`
 	keyedHeld = limitHeld + ` OR EXISTS (SELECT FROM walked WHERE at_limit)`
 	// keyedWalk is {ready} and {due} of keyedCandidates: a branch of a plain
-	// poll ({which}, {order}, {due}) that locks nothing, and tells whether
-	// each candidate's identifier has fewer Active tasks and earlier due
-	// Ready ones than its limit (room), and whether it was at its limit
-	// (at_limit). Each count reads a range of the keyed index that ends at the
-	// limit or at the candidate. Only an identifier's first k candidates of
-	// the branch in poll order (nth) are counted: a later one has k earlier
-	// due Ready tasks among them, so no room, whatever the index holds. Where
-	// one identifier's backlog fills the walk, it is counted k times, not a
-	// batch's worth: the entries of its consumed tasks, dead until a vacuum,
-	// lie at the start of the ranges the counts read (19 pages each among
-	// 5,000 of them, in TestLimitedPollsStayCheap). OFFSET 0 keeps the
-	// counts in their level, read once by room and at_limit.
+	// poll ({which}, {order}, {due}) that locks nothing, with the
+	// candidates' identifiers and whether they are due.
 	keyedWalk = `
-                SELECT w.ctid, w.sequence, w.due, w.active + w.earlier < (SELECT k FROM take) AS room,
-                       w.active >= (SELECT k FROM take) AS at_limit
-                FROM (
-                SELECT r.ctid, r.sequence, {due} AS due,
-                       CASE WHEN r.nth <= (SELECT k FROM take) THEN ({activeOf:r}) ELSE 0 END AS active,
-                       CASE WHEN r.nth <= (SELECT k FROM take) THEN (
-                           SELECT count(*) FROM (SELECT FROM {schema}.task AS e
-                                                 WHERE e.topic = $1 AND e.identifier = r.identifier AND e.state = 1
-                                                   AND e.sequence {earlier} r.sequence
-                                                   AND coalesce(e.not_before, '-infinity') <= {now}
-                                                 LIMIT (SELECT k FROM take)) AS e)
-                            ELSE (SELECT k FROM take) END AS earlier
-                FROM (
-                SELECT r.ctid, r.sequence, r.identifier,
-                       row_number() OVER (PARTITION BY r.identifier ORDER BY r.sequence {direction}) AS nth
-                FROM (
-                SELECT r.ctid, r.sequence, r.identifier FROM {schema}.task AS r
+                SELECT r.ctid, r.sequence, r.identifier, {due} AS due FROM {schema}.task AS r
                 WHERE r.topic = $1 AND r.state = 1 AND {which}
                   AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
-                ORDER BY {order} LIMIT {take}) AS r) AS r
-                OFFSET 0) AS w`
+                ORDER BY {order} LIMIT {take}`
 	// keyedActive is {activeOf:keyed} and {activeOf:r}: the Active tasks of
 	// an identifier ({identifier}), at most its limit. "state < 1" is state
 	// = 0 (no state is below), which the keyed index's predicate (state <=

@@ -683,16 +683,16 @@ func pollStatements(v func(string, ...string) string) (polls, termed [3][2][2]st
 		poll := strings.NewReplacer("{activeOf:keyed}", active("keyed.identifier"),
 			"{activeOf:r}", active("r.identifier")).Replace(r.Replace(r.Replace(r.Replace(pollTemplate))))
 		for _, o := range []struct {
-			order              taskapi.Order
-			direction, earlier string
-		}{{taskapi.FIFO, "ASC", "<"}, {taskapi.LIFO, "DESC", ">"}} {
+			order                    taskapi.Order
+			direction, earlier, last string
+		}{{taskapi.FIFO, "ASC", "<", "max"}, {taskapi.LIFO, "DESC", ">", "min"}} {
 			singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
 			for c, condition := range []string{"", singular} {
 				// The term's number follows the arguments of the poll: $4,
 				// or $5 after the blocking states of a conditional poll.
 				term := strings.ReplaceAll(pollTerm, "{number}", fmt.Sprintf("$%d", 4+c))
 				fill := func(term string) string {
-					return v(poll, "{condition}", condition, "{direction}", o.direction, "{earlier}", o.earlier, "{term}", term)
+					return v(poll, "{condition}", condition, "{direction}", o.direction, "{earlier}", o.earlier, "{last}", o.last, "{term}", term)
 				}
 				polls[mode][o.order][c], termed[mode][o.order][c] = fill(""), fill(term)
 			}
