@@ -27,7 +27,7 @@ import (
 // fleet bound renders while the backlog lasts.
 const (
 	rendererClients    = 3
-	rendererWorkers    = 8 // ParallelTx(8) per Client: 24 at once, the fleet bound
+	rendererWorkers    = 10 // ParallelTx(10) per Client: 30 workers for a fleet bound of 24, so that a Client with work polls whenever the bound has room
 	rendererBound      = 24
 	rendererShare      = 20 // PerIdentifier: the backlog's tenant may fill most of the bound, and leaves the quiet ones 4 at least
 	rendererQuiet      = 20 // quiet tenants
