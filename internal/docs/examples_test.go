@@ -212,7 +212,7 @@ func tenantsTopic(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Reposito
 	if _, err := repo.Initialize(ctx, pool, topic); err != nil {
 		return err
 	}
-	if err := repo.SetCapacity(ctx, pool, topic, 10_000); err != nil { // at most 10,000 waiting
+	if err := repo.SetCapacity(ctx, pool, topic, taskapi.Capacity{Ready: 10_000}); err != nil { // at most 10,000 waiting
 		return err
 	}
 	return repo.SetLimits(ctx, pool, topic, taskapi.Limits{Active: 4}) // 4 at once, fleet-wide
