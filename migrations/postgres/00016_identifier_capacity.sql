@@ -36,7 +36,8 @@
 --   (the trigger task_return_keyed, beside task_return).
 -- - An index of the partition's Ready tasks by identifier
 --   (task_<md5>_capped) serves the counts: a count reads the identifier's
---   Ready tasks only. It comes and goes with the bound, as the keyed index
+--   Ready tasks only, from the index alone where the visibility map allows
+--   (topic is included: the planner filters on it, partition or not). It comes and goes with the bound, as the keyed index
 --   of 00011 does with a limit per identifier, and creating it waits for
 --   the pushes into the topic under way, which were admitted before.
 -- - task_admit and task_take take the identifiers of the push's Ready
@@ -285,7 +286,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF OLD.identifier_capacity IS NULL THEN
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (identifier) WHERE state = 1',
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I.%I (identifier) INCLUDE (topic) WHERE state = 1',
             partition || '_capped', TG_TABLE_SCHEMA, partition);
         EXECUTE format('CREATE TRIGGER task_return_keyed AFTER UPDATE ON %I.%I FOR EACH ROW'
                        ' WHEN (NEW.state = 1 AND OLD.state <> 1)'
