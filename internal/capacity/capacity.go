@@ -72,9 +72,9 @@ func Refused(code, detail, topic string) (*taskapi.CapacityError, bool) {
 	if len(figures) != parts {
 		return nil, false
 	}
-	capacity, cErr := strconv.ParseInt(figures[0], 10, 64)
-	count, nErr := strconv.ParseInt(figures[1], 10, 64)
-	if cErr != nil || nErr != nil {
+	capacity, cOK := figure(figures[0])
+	count, nOK := figure(figures[1])
+	if !cOK || !nOK {
 		return nil, false
 	}
 	e := &taskapi.CapacityError{Topic: topic, Capacity: capacity, Count: count}
@@ -82,4 +82,10 @@ func Refused(code, detail, topic string) (*taskapi.CapacityError, bool) {
 		e.Identifier = figures[2]
 	}
 	return e, true
+}
+
+// figure reads a whole number of a DETAIL.
+func figure(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
