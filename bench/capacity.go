@@ -46,7 +46,7 @@ func runCapacity(ctx context.Context, b *bench) error {
 				if err != nil {
 					return result{}, err
 				}
-				if err := repo.SetCapacity(ctx, pool, topic, capacity); err != nil {
+				if err := repo.SetCapacity(ctx, pool, topic, taskapi.Capacity{Ready: capacity}); err != nil {
 					return result{}, err
 				}
 				return median(ctx, pool, k.warm, k.n, k.rounds, func(n int) error { return k.push(repo, pool, n) })

@@ -159,7 +159,7 @@ func TestCutPushIntoACapacityNeitherOverfillsNorLeaks(t *testing.T) {
 	if _, err := r.repo.Initialize(ctx, r.direct, "capped"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.repo.SetCapacity(ctx, r.direct, "capped", capacity); err != nil {
+	if err := r.repo.SetCapacity(ctx, r.direct, "capped", taskapi.Capacity{Ready: capacity}); err != nil {
 		t.Fatal(err)
 	}
 	push := func(db taskpg.DB, id string, n int) error {

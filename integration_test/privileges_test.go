@@ -141,8 +141,8 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	if !ok {
 		t.Fatalf("%T is no taskapi.Capacitor", repo)
 	}
-	step("SetCapacity", capacitor.SetCapacity(ctx, db, topic, 10_000))
-	step("SetCapacity of another topic", capacitor.SetCapacity(ctx, db, gone, 1))
+	step("SetCapacity", capacitor.SetCapacity(ctx, db, topic, taskapi.Capacity{Ready: 10_000, PerIdentifier: 5_000}))
+	step("SetCapacity of another topic", capacitor.SetCapacity(ctx, db, gone, taskapi.Capacity{Ready: 1}))
 	_, err = capacitor.Capacities(ctx, db)
 	step("Capacities", err)
 	// Every poll below meets limits (a keyed poll, and the trigger of the
@@ -270,7 +270,7 @@ func everyCallOn[Tx any](t *testing.T, b conformance.Backend[Tx], db Tx, prefix 
 	step("Advance", err)
 	_, err = repo.Mark(ctx, db, gone, "s")
 	step("Mark", err)
-	step("SetCapacity to none", capacitor.SetCapacity(ctx, db, topic, 0))
+	step("SetCapacity to none", capacitor.SetCapacity(ctx, db, topic, taskapi.Capacity{}))
 	step("SetLimits to none", regulator.SetLimits(ctx, db, topic, taskapi.Limits{}))
 	step("PurgeAll", repo.PurgeAll(ctx, db, topic))
 	_, err = repo.Destroy(ctx, db, gone)

@@ -79,8 +79,8 @@ func TestTaskpgAndTaskansiShareCapacities(t *testing.T) {
 	must[bool](t, "Initialize")(ansi.Initialize(ctx, db, "t"))
 
 	// Set by one, read by the other; a push of either is admitted.
-	must[struct{}](t, "SetCapacity by taskpg")(struct{}{}, pg.SetCapacity(ctx, pool, "t", 2))
-	if got := must[map[string]int64](t, "Capacities by taskansi")(ansi.Capacities(ctx, db)); got["t"] != 2 || len(got) != 1 {
+	must[struct{}](t, "SetCapacity by taskpg")(struct{}{}, pg.SetCapacity(ctx, pool, "t", taskapi.Capacity{Ready: 2}))
+	if got := must[map[string]taskapi.Capacity](t, "Capacities by taskansi")(ansi.Capacities(ctx, db)); got["t"] != (taskapi.Capacity{Ready: 2}) || len(got) != 1 {
 		t.Fatalf("taskansi Capacities = %v, want map[t:2]", got)
 	}
 	must[[]taskapi.Task](t, "Push by taskansi")(ansi.Push(ctx, db, "t", taskapi.Append, creations(2, 2)...))
@@ -94,7 +94,7 @@ func TestTaskpgAndTaskansiShareCapacities(t *testing.T) {
 	// Producers of both packages, each with repositories of its own, fill
 	// one capacity together.
 	const capacity = 300
-	must[struct{}](t, "SetCapacity by taskansi")(struct{}{}, ansi.SetCapacity(ctx, db, "t", capacity))
+	must[struct{}](t, "SetCapacity by taskansi")(struct{}{}, ansi.SetCapacity(ctx, db, "t", taskapi.Capacity{Ready: capacity}))
 	var producers []pusher
 	for p := range 8 {
 		owner := fmt.Sprintf("producer-%d", p)
@@ -118,9 +118,9 @@ func TestTaskpgAndTaskansiShareCapacities(t *testing.T) {
 	}, "t"), admitted, capacity)
 
 	// Removed by taskansi: taskpg pushes freely again.
-	must[struct{}](t, "SetCapacity(0) by taskansi")(struct{}{}, ansi.SetCapacity(ctx, db, "t", 0))
+	must[struct{}](t, "SetCapacity(0) by taskansi")(struct{}{}, ansi.SetCapacity(ctx, db, "t", taskapi.Capacity{}))
 	must[[]taskapi.Task](t, "Push by taskpg")(pg.Push(ctx, pool, "t", taskapi.Append, creations(10, 10)...))
-	if got := must[map[string]int64](t, "Capacities by taskpg")(pg.Capacities(ctx, pool)); len(got) != 0 {
+	if got := must[map[string]taskapi.Capacity](t, "Capacities by taskpg")(pg.Capacities(ctx, pool)); len(got) != 0 {
 		t.Fatalf("taskpg Capacities = %v, want none", got)
 	}
 }
@@ -136,7 +136,7 @@ func TestTaskansiMySQLCapacityFoundByPushes(t *testing.T) {
 	setter := must[*taskansi.Repository](t, "New")(taskansi.New(taskansi.MySQL, "setter"))
 	must[bool](t, "Initialize")(setter.Initialize(ctx, db, "t"))
 	const capacity = 300
-	must[struct{}](t, "SetCapacity")(struct{}{}, setter.SetCapacity(ctx, db, "t", capacity))
+	must[struct{}](t, "SetCapacity")(struct{}{}, setter.SetCapacity(ctx, db, "t", taskapi.Capacity{Ready: capacity}))
 	producers := make([]pusher, 16)
 	for p := range producers {
 		repo := must[*taskansi.Repository](t, "New")(taskansi.New(taskansi.MySQL, fmt.Sprintf("producer-%d", p)))

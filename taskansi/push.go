@@ -90,7 +90,7 @@ func (r *Repository) store(ctx context.Context, tx DB, lockTopic, topic string, 
 	}
 	sequences, err := r.insertStored(ctx, tx, topic, stored, states, revivals)
 	if err == nil {
-		err = r.admit(ctx, tx, topic, capacity, states, points)
+		err = r.admit(ctx, tx, topic, capacity, batch.ReadyIdentifiers(stored, states), points)
 	}
 	if err != nil {
 		return nil, err

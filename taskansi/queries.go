@@ -35,7 +35,7 @@ import (
 // concurrent Destroy waits, and so does a change of the capacity that the
 // statement reads (see capacity.go).
 const (
-	pushTopic = `SELECT capacity FROM {topic} WHERE topic = ?{keep}`
+	pushTopic = `SELECT capacity, identifier_capacity FROM {topic} WHERE topic = ?{keep}`
 	// The older tasks that an insertion mode changes: $2.. identifiers, then
 	// the range of states. pushOlderRead finds them without locking, for a
 	// locking read by points (see pointLocks).
@@ -333,6 +333,7 @@ type queries struct {
 	count                                                [2]string // by Snapshot
 	results, resolveFollowing, resolvePreceding          string
 	admitTurn, admitCount, admitCountLocking             string
+	admitKeyed, admitKeyedLocking                        string
 	admitting, admitCall                                 string
 	limitsOf, pollMarked, limitsGroups                   string
 	limitsHeld                                           [2]string    // plain / latest (see limitsHeld)
@@ -415,6 +416,7 @@ func newQueries(d *dialect, schema string, exclusive bool) queries {
 	q.results, q.resolveFollowing, q.resolvePreceding = s(results), s(resolveFollowing), s(resolvePreceding)
 	q.admitTurn, q.admitting, q.admitCall = s(admitTurn), s(admitting), s(admitCall)
 	q.admitCount, q.admitCountLocking = v(admitCount, "{latest}", ""), v(admitCount, "{latest}", d.keep)
+	q.admitKeyed, q.admitKeyedLocking = v(admitKeyed, "{latest}", ""), v(admitKeyed, "{latest}", d.keep)
 	q.limitsOf, q.pollMarked, q.limitsGroups = s(limitsOf), s(pollMarked), s(limitsGroups)
 	keyed := keyedTokens(d, "ASC")
 	q.limitsHeld = [2]string{v(limitsHeld, slices.Concat(keyed, []string{"{latest}", ""})...), v(limitsHeld, slices.Concat(keyed, []string{"{latest}", d.keep})...)}

@@ -52,7 +52,7 @@ func benchSetup(b testing.TB, capacity ...int64) (*pgxpool.Pool, *taskpg.Reposit
 		b.Fatal(err)
 	}
 	for _, c := range capacity {
-		if err := repo.SetCapacity(b.Context(), db, benchTopic, c); err != nil {
+		if err := repo.SetCapacity(b.Context(), db, benchTopic, taskapi.Capacity{Ready: c}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,47 +2,55 @@ package taskpg
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
+	"github.com/taskrepo/taskrepo/internal/capacity"
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
 var _ taskapi.Capacitor[DB] = (*Repository)(nil)
 
-// The capacity of a topic lives in its row of task_topic (NULL for none);
-// migration 00010 tells how pushes are admitted against it.
+// The capacity of a topic lives in its row of task_topic: capacity, the
+// topic's bound (NULL for none, capacity.Unbounded for a topic that bounds
+// only its identifiers), and identifier_capacity, the bound of each of its
+// identifiers (NULL for none); migrations 00010 and 00016 tell how pushes
+// are admitted against them.
 const (
-	capacitySet  = `UPDATE {schema}.task_topic SET capacity = NULLIF($2::bigint, 0) WHERE topic = $1`
-	capacityRows = `SELECT topic, capacity FROM {schema}.task_topic WHERE capacity IS NOT NULL`
+	capacitySet  = `UPDATE {schema}.task_topic SET capacity = $2::bigint, identifier_capacity = $3::bigint WHERE topic = $1`
+	capacityRows = `SELECT topic, capacity, identifier_capacity FROM {schema}.task_topic WHERE capacity IS NOT NULL`
+	// admitKeyed is the count of a push (task_admit of migration 00016),
+	// with the identifiers of its Ready tasks, one per task.
+	admitKeyed = `SELECT {schema}.task_admit($1, $2, $3::text[])`
 )
 
-// SetCapacity sets the capacity of topic, 0 for none. Setting, changing or
-// removing one waits for the pushes and polls of the topic under way, and
-// holds theirs back until the call's transaction ends: it changes the
-// triggers of the topic's partition.
-func (r *Repository) SetCapacity(ctx context.Context, db DB, topic string, capacity int64) error {
-	if err := check.Capacity(topic, capacity); err != nil {
-		return wrapf(err, "set the capacity of %q to %d", topic, capacity)
+// SetCapacity sets the capacity of topic; the zero Capacity removes it.
+// Setting, changing or removing one waits for the pushes and polls of the
+// topic under way, and holds theirs back until the call's transaction
+// ends: it changes the triggers of the topic's partition (and its index of
+// Ready tasks by identifier, for a bound per identifier).
+func (r *Repository) SetCapacity(ctx context.Context, db DB, topic string, c taskapi.Capacity) error {
+	if err := check.Capacity(topic, c); err != nil {
+		return wrapf(err, "set the capacity of %q to %+v", topic, c)
 	}
+	ready, perIdentifier := capacity.Columns(c)
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		tag, err := exec(ctx, db, r.fleetSQL(capacitySet), topic, capacity)
+		tag, err := exec(ctx, db, r.fleetSQL(capacitySet), topic, ready, perIdentifier)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = unregistered(topic)
 		}
 		return struct{}{}, err
 	})
 	if err != nil {
-		return wrapf(err, "set the capacity of %q to %d", topic, capacity)
+		return wrapf(err, "set the capacity of %q to %+v", topic, c)
 	}
-	if capacity > 0 {
+	if ready != nil {
 		r.capped.Store(topic, struct{}{})
 	} else {
 		r.capped.Delete(topic)
@@ -51,15 +59,15 @@ func (r *Repository) SetCapacity(ctx context.Context, db DB, topic string, capac
 }
 
 // Capacities returns the capacity of every registered topic that has one.
-func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]int64, error) {
+func (r *Repository) Capacities(ctx context.Context, db DB) (map[string]taskapi.Capacity, error) {
 	rows, _ := query(ctx, db, r.fleetSQL(capacityRows))
-	capacities := map[string]int64{}
+	capacities := map[string]taskapi.Capacity{}
 	var (
-		topic    string
-		capacity int64
+		topic                string
+		ready, perIdentifier sql.NullInt64
 	)
-	_, err := pgx.ForEachRow(rows, []any{&topic, &capacity}, func() error {
-		capacities[topic] = capacity
+	_, err := pgx.ForEachRow(rows, []any{&topic, &ready, &perIdentifier}, func() error {
+		capacities[topic] = capacity.Of(ready, perIdentifier)
 		return nil
 	})
 	if err != nil {
@@ -81,7 +89,7 @@ func (r *Repository) admit(ctx context.Context, db DB, sql *pushStatements, topi
 		return nil, fmt.Errorf("%d counts of revivals for %d tasks", len(revivals), len(stored))
 	}
 	a := &admission{topic: topic, insertion: insertion, rows: pushRows(stored, ordinals(created), revivals),
-		ready: batch.Ready(created), capped: true}
+		ready: batch.Ready(created), identifiers: batch.ReadyIdentifiers(stored, created), capped: true}
 	err := attempt(ctx, db, func(db DB) error { return r.admitByTicket(ctx, db, sql, a) })
 	if errors.Is(err, errPastBound) || ticketless(err) {
 		err = attempt(ctx, db, func(db DB) error { return r.admitByCount(ctx, db, sql, a) })
@@ -105,8 +113,11 @@ type admission struct {
 	insertion taskapi.Insertion
 	rows      taskRows
 	ready     int // the Ready tasks it stores, one ticket each
-	sequences []int64
-	capped    bool
+	// identifiers holds the identifier of each of them, which task_admit
+	// counts against the bound of each identifier.
+	identifiers []string
+	sequences   []int64
+	capped      bool
 }
 
 // errPastBound says that an admitted push stored nothing: its tickets were
@@ -156,7 +167,7 @@ func (r *Repository) admitByCount(ctx context.Context, db DB, sql *pushStatement
 	steps = append(steps,
 		step{sql: sql.counted[a.insertion], args: a.rows.arrays(a.topic), dest: []any{&sequence},
 			each: func() error { a.sequences = append(a.sequences, sequence); return nil }},
-		step{sql: r.q.admit, args: []any{a.topic, a.ready}, dest: []any{&a.capped}, each: func() error { return nil }})
+		step{sql: r.fleetSQL(admitKeyed), args: []any{a.topic, a.ready, a.identifiers}, dest: []any{&a.capped}, each: func() error { return nil }})
 	return pipeline(ctx, db, steps...)
 }
 
@@ -183,20 +194,15 @@ func unadmitted(err error) bool {
 }
 
 // overCapacity returns err as a *taskapi.CapacityError when task_admit
-// refused the push (TR001, whose DETAIL is the capacity and the count).
+// refused the push: TR001 for the topic's bound, TR004 for an identifier's,
+// whose DETAIL holds the figures (see capacity.Refused).
 func overCapacity(err error, topic string) error {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "TR001" {
+	if !errors.As(err, &pgErr) {
 		return err
 	}
-	figures := strings.Fields(pgErr.Detail)
-	if len(figures) != 2 {
-		return err
+	if refused, ok := capacity.Refused(pgErr.Code, pgErr.Detail, topic); ok {
+		return refused
 	}
-	capacity, cErr := strconv.ParseInt(figures[0], 10, 64)
-	count, nErr := strconv.ParseInt(figures[1], 10, 64)
-	if cErr != nil || nErr != nil {
-		return err
-	}
-	return &taskapi.CapacityError{Topic: topic, Capacity: capacity, Count: count}
+	return err
 }

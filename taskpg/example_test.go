@@ -74,7 +74,7 @@ func ExampleRepository_SetCapacity() {
 	if _, err := repo.Initialize(ctx, pool, "tenant-acme"); err != nil {
 		log.Fatal(err)
 	}
-	if err := repo.SetCapacity(ctx, pool, "tenant-acme", 1000); err != nil {
+	if err := repo.SetCapacity(ctx, pool, "tenant-acme", taskapi.Capacity{Ready: 1000}); err != nil {
 		log.Fatal(err)
 	}
 

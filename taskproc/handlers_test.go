@@ -168,7 +168,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 	// decided by the error (failed here, with no RetryPolicy), its output
 	// naming the capacity.
 	all["AFollowUpIntoAFullTopicFailsItsParentAndWritesNothing"] = func(t *testing.T, e *env[Tx]) {
-		if err := e.repo.SetCapacity(e.ctx, e.db, other, 1); err != nil {
+		if err := e.repo.SetCapacity(e.ctx, e.db, other, taskapi.Capacity{Ready: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.repo.Push(e.ctx, e.db, other, taskapi.Append, taskapi.Creation{Identifier: "waiting"}); err != nil {

@@ -143,7 +143,7 @@ func browseCapacity(b *tab, base string, s store) {
 	if out := confirm(b, "no capacity → a capacity of 1,000 READY tasks"); !strings.Contains(out, "has a capacity of 1,000 READY tasks") {
 		t.Errorf("capacity says %q", out)
 	}
-	if c, _ := s.Capacities(t.Context()); c["orders"] != 1000 {
+	if c, _ := s.Capacities(t.Context()); c["orders"].Ready != 1000 {
 		t.Errorf("after setting the capacity: %v", c)
 	}
 	b.until("the topic page shows the capacity", func() bool {

@@ -328,6 +328,20 @@ func TestTopicCapacity(t *testing.T) {
 			wantListedCapacities(t, db, map[string]int64{})
 			must(t, db, "push", "-t", "orders", "c")
 			wantStates(t, db, "orders", map[string]int64{"READY": 3})
+
+			// A bound per identifier: one identifier is refused, the others not.
+			if out := must(t, db, "topic", "capacity", "other", "--per-identifier", "1"); !strings.Contains(out, "other has a capacity of 1 READY tasks per identifier") {
+				t.Errorf("topic capacity other --per-identifier 1: %q", out)
+			}
+			wantExit(t, db, exitFailure, `identifier "a" of topic "other" would hold 2 Ready tasks, over its capacity of 1`, "push", "-t", "other", "a", "a")
+			must(t, db, "push", "-t", "other", "a", "b")
+			if out := must(t, db, "topic", "capacity", "other", "5"); !strings.Contains(out, "other has a capacity of 5 READY tasks, 1 per identifier") {
+				t.Errorf("topic capacity other 5 keeps the bound per identifier: %q", out)
+			}
+			if got := decode[capacityReport](t, must(t, db, "topic", "capacity", "other", "--json")); got.PerIdentifier == nil || *got.PerIdentifier != 1 {
+				t.Errorf("topic capacity other --json: %+v", got)
+			}
+			wantExit(t, db, exitUsage, `--per-identifier "-1"`, "topic", "capacity", "other", "--per-identifier", "-1")
 		})
 	}
 }

@@ -26,8 +26,8 @@ type store interface {
 	SetActivation(ctx context.Context, topic string, a taskapi.Activation) error
 	// Capacities and SetCapacity read and set the capacity of topics
 	// (taskapi.Capacitor).
-	Capacities(ctx context.Context) (map[string]int64, error)
-	SetCapacity(ctx context.Context, topic string, capacity int64) error
+	Capacities(ctx context.Context) (map[string]taskapi.Capacity, error)
+	SetCapacity(ctx context.Context, topic string, capacity taskapi.Capacity) error
 	// Limits and SetLimits read and set the limits of topics
 	// (taskapi.Regulator).
 	Limits(ctx context.Context) (map[string]taskapi.Limits, error)
@@ -178,12 +178,12 @@ func (b *backend[Tx]) SetActivation(ctx context.Context, topic string, a taskapi
 }
 
 // Capacities returns the capacity of every topic that has one.
-func (b *backend[Tx]) Capacities(ctx context.Context) (map[string]int64, error) {
-	return in(ctx, b, func(tx Tx) (map[string]int64, error) { return b.repo.Capacities(ctx, tx) })
+func (b *backend[Tx]) Capacities(ctx context.Context) (map[string]taskapi.Capacity, error) {
+	return in(ctx, b, func(tx Tx) (map[string]taskapi.Capacity, error) { return b.repo.Capacities(ctx, tx) })
 }
 
-// SetCapacity sets the capacity of topic, 0 removing it.
-func (b *backend[Tx]) SetCapacity(ctx context.Context, topic string, capacity int64) error {
+// SetCapacity sets the capacity of topic, the zero Capacity removing it.
+func (b *backend[Tx]) SetCapacity(ctx context.Context, topic string, capacity taskapi.Capacity) error {
 	return in0(ctx, b, func(tx Tx) error { return b.repo.SetCapacity(ctx, tx, topic, capacity) })
 }
 

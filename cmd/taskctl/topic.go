@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,18 +45,20 @@ func (a *app) topicCommand() *cobra.Command {
 }
 
 // topicRow is a topic as topic list --json prints it; Capacity is null
-// when the topic has none, and so is each of its limits.
+// when the topic has no bound of its own, CapacityPerIdentifier when its
+// identifiers have none, and so is each of its limits.
 type topicRow struct {
-	Topic      string     `json:"topic"`
-	Activation string     `json:"activation"`
-	Capacity   *int64     `json:"capacity"`
-	Limits     limitsJSON `json:"limits"`
+	Topic                 string     `json:"topic"`
+	Activation            string     `json:"activation"`
+	Capacity              *int64     `json:"capacity"`
+	CapacityPerIdentifier *int64     `json:"capacity_per_identifier"`
+	Limits                limitsJSON `json:"limits"`
 }
 
 // topicSettings are what topic list shows of every topic besides its name.
 type topicSettings struct {
 	activations map[string]taskapi.Activation
-	capacities  map[string]int64
+	capacities  map[string]taskapi.Capacity
 	limits      map[string]taskapi.Limits
 }
 
@@ -78,7 +81,8 @@ func (a *app) topicList(cmd *cobra.Command) error {
 	cells := make([][]string, 0, len(topics))
 	for _, t := range topics {
 		activation, capacity, limits := set.activations[t].String(), set.capacities[t], set.limits[t]
-		rows = append(rows, topicRow{Topic: t, Activation: activation, Capacity: optional(capacity), Limits: limitsOf(limits)})
+		rows = append(rows, topicRow{Topic: t, Activation: activation, Capacity: optional(capacity.Ready),
+			CapacityPerIdentifier: optional(capacity.PerIdentifier), Limits: limitsOf(limits)})
 		cells = append(cells, []string{t, activation, capacityCell(capacity), ops.LimitsCell(limits, decimal)})
 	}
 	if a.json {
@@ -107,12 +111,20 @@ func readTopicSettings(ctx context.Context, s store) (set topicSettings, err err
 	return set, nil
 }
 
-// capacityCell writes a capacity in a table: "-" for none.
-func capacityCell(capacity int64) string {
-	if capacity <= 0 {
+// capacityCell writes a capacity in a table: "-" for none, "10,000",
+// "10,000, 50/identifier", "50/identifier".
+func capacityCell(c taskapi.Capacity) string {
+	var parts []string
+	if c.Ready > 0 {
+		parts = append(parts, decimal(c.Ready))
+	}
+	if c.PerIdentifier > 0 {
+		parts = append(parts, decimal(c.PerIdentifier)+"/identifier")
+	}
+	if len(parts) == 0 {
 		return "-"
 	}
-	return decimal(capacity)
+	return strings.Join(parts, ", ")
 }
 
 func (a *app) topicInit(cmd *cobra.Command, topics []string) error {

@@ -275,3 +275,16 @@ func ResultsOf(topics []string) map[string]map[taskapi.Result]int64 {
 	}
 	return results
 }
+
+// ReadyIdentifiers returns the identifier of every Ready task of stored,
+// whose states are states (as Stored returns them), once per task: what a
+// push admits against the bounds of its identifiers.
+func ReadyIdentifiers(stored []taskapi.Creation, states []taskapi.State) []string {
+	identifiers := make([]string, 0, len(stored))
+	for i, c := range stored {
+		if states[i] == taskapi.Ready {
+			identifiers = append(identifiers, c.Identifier)
+		}
+	}
+	return identifiers
+}

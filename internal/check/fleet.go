@@ -78,13 +78,17 @@ func ownTerm(owner string, term taskapi.Term) error {
 	return nil
 }
 
-// Capacity checks a topic and a capacity to set: 0 (none) or more.
-func Capacity(topic string, capacity int64) error {
+// Capacity checks a topic and a capacity to set: each bound 0 (none) or
+// more.
+func Capacity(topic string, capacity taskapi.Capacity) error {
 	if err := Topic(topic); err != nil {
 		return err
 	}
-	if capacity < 0 {
-		return fmt.Errorf("capacity %d is negative: %w", capacity, taskapi.ErrInvalidArgument)
+	if capacity.Ready < 0 {
+		return fmt.Errorf("capacity: Ready %d is negative: %w", capacity.Ready, taskapi.ErrInvalidArgument)
+	}
+	if capacity.PerIdentifier < 0 {
+		return fmt.Errorf("capacity: PerIdentifier %d is negative: %w", capacity.PerIdentifier, taskapi.ErrInvalidArgument)
 	}
 	return nil
 }

@@ -9,7 +9,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -212,7 +214,7 @@ func tenantsTopic(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Reposito
 	if _, err := repo.Initialize(ctx, pool, topic); err != nil {
 		return err
 	}
-	if err := repo.SetCapacity(ctx, pool, topic, 10_000); err != nil { // at most 10,000 waiting
+	if err := repo.SetCapacity(ctx, pool, topic, taskapi.Capacity{Ready: 10_000}); err != nil { // at most 10,000 waiting
 		return err
 	}
 	return repo.SetLimits(ctx, pool, topic, taskapi.Limits{Active: 4}) // 4 at once, fleet-wide
@@ -326,4 +328,38 @@ func processingSchedule(berlin *time.Location) {
 		Task:    taskapi.Creation{Identifier: "report", Input: `{"kind":"daily"}`},
 		CatchUp: 0, // the default: after downtime, only the current period
 	})
+}
+
+// One topic for every tenant, the tenant as the identifier of its tasks.
+func setupReports(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repository) error {
+	if _, err := repo.Initialize(ctx, pool, "reports"); err != nil {
+		return err
+	}
+	// 8 reports rendered at once across the fleet, 2 of one tenant.
+	if err := repo.SetLimits(ctx, pool, "reports", taskapi.Limits{Active: 8, PerIdentifier: 2}); err != nil {
+		return err
+	}
+	// At most 50 reports waiting per tenant, however many tenants.
+	return repo.SetCapacity(ctx, pool, "reports", taskapi.Capacity{PerIdentifier: 50})
+}
+
+// submitReport answers 429 to a tenant whose reports fill its bound, and
+// only to that tenant.
+func submitReport(repo *taskpg.Repository, pool *pgxpool.Pool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant := r.Header.Get("X-Tenant")
+		_, err := repo.Push(r.Context(), pool, "reports", taskapi.Append,
+			taskapi.Creation{Identifier: tenant, Input: r.URL.Query().Get("report")})
+		var full *taskapi.CapacityError
+		switch {
+		case errors.As(err, &full) && full.Identifier != "":
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, fmt.Sprintf("%d reports of %s are waiting already", full.Capacity, full.Identifier),
+				http.StatusTooManyRequests)
+		case err != nil:
+			http.Error(w, "try again later", http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}
 }

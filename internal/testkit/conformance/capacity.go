@@ -24,15 +24,15 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 
 	all["RoundTrip"] = func(t *testing.T) {
 		c := capacityOf(setup(t, b, topic, "u", "v"))
-		c.wantCapacities(map[string]int64{})
+		c.wantCapacities(map[string]taskapi.Capacity{})
 		c.set(topic, 10)
 		c.set("u", 1)
-		c.wantCapacities(map[string]int64{topic: 10, "u": 1})
+		c.wantCapacities(map[string]taskapi.Capacity{topic: {Ready: 10}, "u": {Ready: 1}})
 		c.set(topic, 20)
 		c.set("u", 0)
-		c.wantCapacities(map[string]int64{topic: 20})
+		c.wantCapacities(map[string]taskapi.Capacity{topic: {Ready: 20}})
 		c.capacitor = extension[taskapi.Capacitor[Tx]](t, c.owner("owner-b")) // shared by every owner
-		c.wantCapacities(map[string]int64{topic: 20})
+		c.wantCapacities(map[string]taskapi.Capacity{topic: {Ready: 20}})
 	}
 
 	all["UnknownTopic"] = func(t *testing.T) {
@@ -40,28 +40,28 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 		c.set("gone", 5)
 		c.destroy("gone")
 		for _, unknown := range []string{"nowhere", "gone"} {
-			wantErr(t, c.capacitor.SetCapacity(c.ctx, c.db, unknown, 5), taskapi.ErrUnknownTopic)
+			wantErr(t, c.capacitor.SetCapacity(c.ctx, c.db, unknown, taskapi.Capacity{Ready: 5}), taskapi.ErrUnknownTopic)
 		}
-		c.wantCapacities(map[string]int64{})
+		c.wantCapacities(map[string]taskapi.Capacity{})
 		// A topic registered again starts without one.
 		c.initialize("gone")
 		c.pushN("gone", 7)
-		c.wantCapacities(map[string]int64{})
+		c.wantCapacities(map[string]taskapi.Capacity{})
 	}
 
 	all["RejectsBadValues"] = func(t *testing.T) {
 		c := capacityOf(setup(t, b, topic))
 		for _, bad := range badNames(taskapi.MaxTopicLength) {
-			err := c.capacitor.SetCapacity(c.ctx, c.db, bad.value, 5)
+			err := c.capacitor.SetCapacity(c.ctx, c.db, bad.value, taskapi.Capacity{Ready: 5})
 			if !errors.Is(err, taskapi.ErrInvalidArgument) {
 				t.Errorf("SetCapacity of a topic %s: error = %v, want %v", bad.name, err, taskapi.ErrInvalidArgument)
 			}
 		}
-		err := c.capacitor.SetCapacity(c.ctx, c.db, topic, -1)
+		err := c.capacitor.SetCapacity(c.ctx, c.db, topic, taskapi.Capacity{Ready: -1})
 		if !errors.Is(err, taskapi.ErrInvalidArgument) {
 			t.Errorf("SetCapacity(-1): error = %v, want %v", err, taskapi.ErrInvalidArgument)
 		}
-		c.wantCapacities(map[string]int64{})
+		c.wantCapacities(map[string]taskapi.Capacity{})
 	}
 
 	all["PushOverCapacityIsRefused"] = func(t *testing.T) {
@@ -328,6 +328,7 @@ func testCapacity[Tx any](t *testing.T, b Backend[Tx]) {
 		}
 	}
 
+	identifierCases(all, b, topic)
 	openProducerCases(all, b, topic)
 	conflictCases(all, b, topic)
 	cases(t, all)
@@ -344,12 +345,18 @@ func capacityOf[Tx any](e *env[Tx]) *capacities[Tx] {
 	return &capacities[Tx]{world: worldOf(e), capacitor: extension[taskapi.Capacitor[Tx]](e.t, e.repo)}
 }
 
+// set sets the capacity of topic's Ready tasks alone.
 func (c *capacities[Tx]) set(topic string, capacity int64) {
 	c.t.Helper()
-	c.must(c.capacitor.SetCapacity(c.ctx, c.db, topic, capacity), "SetCapacity(%q, %d)", topic, capacity)
+	c.setCapacity(topic, taskapi.Capacity{Ready: capacity})
 }
 
-func (c *capacities[Tx]) wantCapacities(want map[string]int64) {
+func (c *capacities[Tx]) setCapacity(topic string, capacity taskapi.Capacity) {
+	c.t.Helper()
+	c.must(c.capacitor.SetCapacity(c.ctx, c.db, topic, capacity), "SetCapacity(%q, %+v)", topic, capacity)
+}
+
+func (c *capacities[Tx]) wantCapacities(want map[string]taskapi.Capacity) {
 	c.t.Helper()
 	got, err := c.capacitor.Capacities(c.ctx, c.db)
 	c.must(err, "Capacities")
@@ -403,16 +410,25 @@ func (c *capacities[Tx]) wantRefused(topic string, capacity, count int64, insert
 	wantCapacityError(c.t, err, topic, capacity, count)
 }
 
-// wantCapacityError fails t unless err is a *CapacityError with these
-// figures, reached by errors.Is and errors.As.
+// wantCapacityError fails t unless err is a *CapacityError of the topic's
+// bound with these figures, reached by errors.Is and errors.As.
 func wantCapacityError(t *testing.T, err error, topic string, capacity, count int64) {
+	t.Helper()
+	wantIdentifierCapacityError(t, err, topic, "", capacity, count)
+}
+
+// wantIdentifierCapacityError fails t unless err is a *CapacityError of
+// identifier's bound (the topic's when identifier is empty) with these
+// figures, reached by errors.Is and errors.As.
+func wantIdentifierCapacityError(t *testing.T, err error, topic, identifier string, capacity, count int64) {
 	t.Helper()
 	var ce *taskapi.CapacityError
 	if !errors.Is(err, taskapi.ErrOverCapacity) || !errors.As(err, &ce) {
 		t.Fatalf("error = %v, want a *CapacityError (%v)", err, taskapi.ErrOverCapacity)
 	}
-	if ce.Topic != topic || ce.Capacity != capacity || ce.Count != count {
-		t.Fatalf("error = %+v, want topic %q, capacity %d, count %d", *ce, topic, capacity, count)
+	want := taskapi.CapacityError{Topic: topic, Identifier: identifier, Capacity: capacity, Count: count}
+	if *ce != want {
+		t.Fatalf("error = %+v, want %+v", *ce, want)
 	}
 }
 

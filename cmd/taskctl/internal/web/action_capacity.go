@@ -20,7 +20,11 @@ const capacityField = "capacity"
 func (s *Server) planCapacity(ctx context.Context, f form, preview bool) (*plan, error) {
 	return planSetting(ctx, s.cfg.Store, f, preview, topicSetting[int64]{
 		title: "Set the capacity", noun: "capacity",
-		read: s.cfg.Store.Capacities, set: s.cfg.Store.SetCapacity, words: capacityWords,
+		read: func(ctx context.Context) (map[string]int64, error) { return readyCapacities(ctx, s.cfg.Store) },
+		set: func(ctx context.Context, topic string, n int64) error {
+			return setReadyCapacity(ctx, s.cfg.Store, topic, n)
+		},
+		words: capacityWords,
 		parse: parseCapacity, choose: capacityChoice,
 		put:     func(hidden url.Values, n int64) { hidden[capacityField] = countValues(n) },
 		from:    func(n int64) []string { return countValues(n) },
@@ -80,4 +84,35 @@ func capacityWords(n int64) string {
 		return "no capacity"
 	}
 	return "a capacity of " + num(n) + " READY tasks"
+}
+
+// readyCapacities reads the bound of every topic's READY tasks
+// (taskapi.Capacity.Ready), which the dashboard shows and sets; topics
+// without one are left out.
+func readyCapacities(ctx context.Context, store Store) (map[string]int64, error) {
+	all, err := store.Capacities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ready := make(map[string]int64, len(all))
+	for topic, c := range all {
+		if c.Ready > 0 {
+			ready[topic] = c.Ready
+		}
+	}
+	return ready, nil
+}
+
+// setReadyCapacity sets the bound of topic's READY tasks to n, 0 removing
+// it, and keeps the bound of each of its identifiers
+// (taskapi.Capacity.PerIdentifier), which 'taskctl topic capacity
+// --per-identifier' sets.
+func setReadyCapacity(ctx context.Context, store Store, topic string, n int64) error {
+	all, err := store.Capacities(ctx)
+	if err != nil {
+		return fmt.Errorf("read the capacity of %q: %w", topic, err)
+	}
+	c := all[topic]
+	c.Ready = n
+	return store.SetCapacity(ctx, topic, c)
 }

@@ -68,7 +68,7 @@ func takeReading(ctx context.Context, store Store, now time.Time, expiry time.Du
 	if r.activations, err = store.Activations(ctx); err != nil {
 		return r, fmt.Errorf("read activations: %w", err)
 	}
-	if r.capacities, err = store.Capacities(ctx); err != nil {
+	if r.capacities, err = readyCapacities(ctx, store); err != nil {
 		return r, fmt.Errorf("read capacities: %w", err)
 	}
 	if r.limits, err = store.Limits(ctx); err != nil {

@@ -51,8 +51,8 @@ type Store interface {
 	SetActivation(ctx context.Context, topic string, a taskapi.Activation) error
 	// Capacities and SetCapacity read and set the capacities of topics
 	// (taskapi.Capacitor; action_capacity.go).
-	Capacities(ctx context.Context) (map[string]int64, error)
-	SetCapacity(ctx context.Context, topic string, capacity int64) error
+	Capacities(ctx context.Context) (map[string]taskapi.Capacity, error)
+	SetCapacity(ctx context.Context, topic string, capacity taskapi.Capacity) error
 	// Limits and SetLimits read and set the limits of topics
 	// (taskapi.Regulator; action_limits.go).
 	Limits(ctx context.Context) (map[string]taskapi.Limits, error)
