@@ -69,11 +69,12 @@ const pushSequences = `
 SELECT nextval({sequence})
 FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) AS p, generate_series(1, $2)`
 
-// Capacity (see migrations 00010, 00013 and 00015): the push statements store
+// Capacity (see migrations 00010, 00013, 00015 and 00016): the push statements store
 // tasks only in a topic without a capacity ({uncapped} in their check of
 // the topic's row, and in the CTE by which an insertion mode changes older
 // tasks, which would run even when the insert stores nothing). For a topic
-// with one they store nothing, and the push goes again as admit does:
+// with one they store nothing, and the push goes again as the admission of
+// capacity.go has it:
 //
 //   - first admitted, with tickets: the admission CTE publishes the Ready
 //     tasks the push stores, draws a ticket per task ($8) and compares the
@@ -83,10 +84,10 @@ FROM (SELECT FROM {schema}.task_topic WHERE topic = $1{uncapped} FOR KEY SHARE) 
 //     stores its tasks; past it, or for a topic without a capacity, it stores
 //     nothing and changes nothing.
 //   - else counted: the push turns taskrepo.admitting on and stores its
-//     tasks, and admit, the statement after it, runs task_admit, which
-//     counts and publishes them. It comes in a transaction (or savepoint)
-//     of its own, after the one of the admitted push, which took back what
-//     it published.
+//     tasks, and the statement after it runs task_admit (admitKeyed of
+//     capacity.go), which counts and publishes them. It comes in a
+//     transaction (or savepoint) of its own, after the one of the admitted
+//     push, which took back what it published.
 //
 // The CTE reads the topic's row under another name, so that the
 // notifications (see notifying) go with the statement's own check.
@@ -120,9 +121,6 @@ const (
 	// A push of many tasks decides once, in a CTE that its CTE of older
 	// tasks (if any) reads too.
 	admissionCTE = `admission AS MATERIALIZED (SELECT {decide} AS fits FROM {schema}.task_topic WHERE topic = $1)`
-	// admit counts the topic and publishes the push's Ready tasks under
-	// the count's turn (migration 00015).
-	admit = `SELECT {schema}.task_admit($1, $2)`
 )
 
 // one fills tickets for a push of one task, which publishes it and draws
@@ -561,7 +559,7 @@ GROUP BY topic, state`
 // queries holds the SQL of a repository, its placeholders substituted.
 type queries struct {
 	push, admitted, counted                        [4]string // by Insertion; admitted, counted: into a topic with a capacity
-	pushOne, pushOneAlone, pushSequences, admit    string
+	pushOne, pushOneAlone, pushSequences           string
 	admittedOne, admittedOneAlone                  string
 	poll, pollTermed                               [3][2][2]string // by pollMode, by Order, then unconditional / conditional
 	complete, completeOne, release                 string
@@ -610,7 +608,7 @@ func newQueries(schema, plain string, exclusive bool) queries {
 	q.push, q.admitted, q.counted = pushes(uncapped.Replace), pushes(admittedPush), pushes(counted.Replace)
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
 	q.admittedOne, q.admittedOneAlone = sub(admittedOne(pushOne)), sub(admittedOneAlone)
-	q.pushSequences, q.admit = sub(uncapped.Replace(pushSequences)), sub(admit)
+	q.pushSequences = sub(uncapped.Replace(pushSequences))
 	q.poll, q.pollTermed = pollStatements(v)
 	q.complete = v(complete, "{match}", matchActive)
 	q.completeOne = sub(completeOne)
