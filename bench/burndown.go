@@ -64,7 +64,7 @@ func (b *bench) procBurndown(ctx context.Context, pool *pgxpool.Pool, cfg procCo
 	if err := taskPush(ctx, repo, pool, taskapi.Append, b.scale.burn, pushBatch, uniqueIdentifier); err != nil {
 		return result{}, err
 	}
-	p, err := newProcRun(pool, cfg, b.scale.burn, nil, nil)
+	p, err := newProcRun(pool, cfg, b.scale.burn, nil, nil, nil)
 	if err != nil {
 		return result{}, err
 	}
@@ -105,7 +105,7 @@ func (b *bench) riverBurndown(ctx context.Context, pool *pgxpool.Pool, t riverTu
 			return result{}, err
 		}
 	}
-	client, err := newRiverClient(pool, t, nil)
+	client, err := newRiverClient(pool, t, nil, nil)
 	if err != nil {
 		return result{}, err
 	}

@@ -145,6 +145,7 @@ func (b *bench) reportContinuous(scenario string, p pace, task, proc *result, ri
 	b.report.throughput(scenario+"_taskproc", procName+", completed within the window", proc, rivers, target,
 		fmt.Sprintf("%s; taskproc: %s; %s", about, b.scale.proc, rivers.note()))
 	b.report.latency(scenario+"_taskproc", procName, proc, rivers, p.targets, p.ceilings)
+	b.report.settling(scenario+"_taskproc", procName, proc, rivers)
 	b.report.costs(scenario+"_taskproc", procName, proc, rivers, p.cpuTarget)
 	if p.rate == 0 {
 		b.report.backlog(scenario+"_taskproc", procName, proc, rivers)
@@ -312,8 +313,8 @@ func (b *bench) procContinuous(ctx context.Context, pool *pgxpool.Pool, p pace) 
 	if err != nil {
 		return result{}, err
 	}
-	start, done := &latencies{}, &latencies{}
-	run, err := newProcRun(pool, b.scale.proc, 0, start, done)
+	start, done, settled := &latencies{}, &latencies{}, &settling{}
+	run, err := newProcRun(pool, b.scale.proc, 0, start, done, settled)
 	if err != nil {
 		return result{}, err
 	}
@@ -327,6 +328,7 @@ func (b *bench) procContinuous(ctx context.Context, pool *pgxpool.Pool, p pace) 
 	run.heard.recording.Store(true) // before the first push
 	r, err := b.runWindow(ctx, pool, p, start, done, work, taskPusher(ctx, repo, pool))
 	run.heard.recording.Store(false)
+	r.settled = settled
 	return r, errors.Join(err, run.stop())
 }
 
@@ -354,8 +356,8 @@ func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, t river
 	if err := setupRiver(ctx, pool); err != nil {
 		return result{}, err
 	}
-	start, done := &latencies{}, &latencies{}
-	client, err := newRiverClient(pool, t, start)
+	start, done, settled := &latencies{}, &latencies{}, &settling{}
+	client, err := newRiverClient(pool, t, start, settled)
 	if err != nil {
 		return result{}, err
 	}
@@ -369,9 +371,11 @@ func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, t river
 		for {
 			select {
 			case e := <-events:
+				now := time.Now()
 				if pushed, ok := eventPushed(e.Job); ok {
-					done.since(pushed, time.Now())
+					done.since(pushed, now)
 				}
+				settled.committed(e.Job.ID, now)
 			case <-stop:
 				return nil
 			}
@@ -390,5 +394,7 @@ func (b *bench) riverContinuous(ctx context.Context, pool *pgxpool.Pool, t river
 		}
 		return err
 	}
-	return b.runWindow(ctx, pool, p, start, done, work, push)
+	r, err := b.runWindow(ctx, pool, p, start, done, work, push)
+	r.settled = settled
+	return r, err
 }

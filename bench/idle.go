@@ -36,7 +36,7 @@ func runIdle(ctx context.Context, b *bench) error {
 		}
 		cfg := b.scale.proc
 		cfg.clients = 1
-		run, err := newProcRun(pool, cfg, 0, nil, nil)
+		run, err := newProcRun(pool, cfg, 0, nil, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func runIdle(ctx context.Context, b *bench) error {
 			if err := setupRiver(ctx, pool); err != nil {
 				return nil, err
 			}
-			client, err := newRiverClient(pool, t, nil)
+			client, err := newRiverClient(pool, t, nil, nil)
 			if err != nil {
 				return nil, err
 			}

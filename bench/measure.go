@@ -18,6 +18,7 @@ type result struct {
 	note    string // e.g. why the phase was cut short
 	start   *latencies
 	done    *latencies
+	settled *settling     // of a continuous run through a runtime (taskproc, River); nil otherwise
 	run     *window       // of a continuous run; nil otherwise
 	stmts   *StatementRun // the statements of the phase; nil when not read
 }
@@ -123,10 +124,15 @@ func (l *latencies) resolve() {
 func (l *latencies) percentile(p float64, fromCommit bool) (float64, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	d := l.d
 	if fromCommit {
-		d = l.fromCommit
+		return percentileOf(l.fromCommit, p)
 	}
+	return percentileOf(l.d, p)
+}
+
+// percentileOf returns the p-th percentile (0 < p ≤ 100) of d in
+// milliseconds, sorting d, or false when d is empty.
+func percentileOf(d []time.Duration, p float64) (float64, bool) {
 	if len(d) == 0 {
 		return 0, false
 	}
@@ -136,6 +142,47 @@ func (l *latencies) percentile(p float64, fromCommit bool) (float64, bool) {
 	i := int(float64(len(d))*p/100+0.5) - 1
 	i = min(max(i, 0), len(d)-1)
 	return float64(d[i]) / float64(time.Millisecond), true
+}
+
+// settling collects, per task, the time from its handler's return to the
+// moment the runtime reports its result committed (taskproc's
+// EventCompleted, River's completion event): what a result waits to be
+// durable, which a runtime that writes results in batches trades for
+// fewer statements. Its methods do nothing on a nil settling.
+type settling struct {
+	returned sync.Map // the task's key (taskrepo's sequence, River's job ID) → when its handler returned
+	mu       sync.Mutex
+	d        []time.Duration
+}
+
+// handled notes that the handler of the task of key returned at.
+func (s *settling) handled(key int64, at time.Time) {
+	if s != nil {
+		s.returned.Store(key, at)
+	}
+}
+
+// committed notes that the result of the task of key was committed by at.
+func (s *settling) committed(key int64, at time.Time) {
+	if s == nil {
+		return
+	}
+	if returned, ok := s.returned.LoadAndDelete(key); ok {
+		s.mu.Lock()
+		s.d = append(s.d, at.Sub(returned.(time.Time)))
+		s.mu.Unlock()
+	}
+}
+
+// percentile returns the p-th percentile in milliseconds, or false when
+// nothing was recorded; a nil settling records nothing.
+func (s *settling) percentile(p float64) (float64, bool) {
+	if s == nil {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return percentileOf(s.d, p)
 }
 
 // count returns how many durations were recorded.

@@ -38,7 +38,7 @@ func runBulk(ctx context.Context, b *bench) error {
 		if err := setupRiver(ctx, pool); err != nil {
 			return result{}, err
 		}
-		client, err := newRiverClient(pool, riverInserter, nil)
+		client, err := newRiverClient(pool, riverInserter, nil, nil)
 		if err != nil {
 			return result{}, err
 		}
@@ -148,7 +148,7 @@ func singleSides(ctx context.Context, b *bench, scenario string, taskPush single
 		if err := setupRiver(ctx, pool); err != nil {
 			return result{}, err
 		}
-		client, err := newRiverClient(pool, riverInserter, nil)
+		client, err := newRiverClient(pool, riverInserter, nil, nil)
 		if err != nil {
 			return result{}, err
 		}

@@ -321,6 +321,29 @@ func (r *Report) latency(key, name string, task *result, river rivers, targets, 
 	}
 }
 
+// settling adds, for a runtime's side and River's, the time from a
+// handler's return to its result's commit (see settling): the delay that a
+// result written in batches pays for its fewer statements.
+func (r *Report) settling(key, name string, proc *result, river rivers) {
+	for _, p := range []float64{50, 99} {
+		pick := func(res *result) *float64 {
+			if res == nil {
+				return nil
+			}
+			if v, ok := res.settled.percentile(p); ok {
+				return &v
+			}
+			return nil
+		}
+		f := Figure{Key: fmt.Sprintf("%s_settle_p%.0f", key, p), Unit: "ms", Lower: true,
+			Name:     fmt.Sprintf("%s: handler return → result committed p%.0f", name, p),
+			Taskrepo: pick(proc), River: pick(river.tuned), RiverDefaults: pick(river.defaults)}
+		if f.Taskrepo != nil || f.River != nil {
+			r.add(f)
+		}
+	}
+}
+
 // backlog adds how fast the backlog of a continuous run grew within its
 // window (tasks pushed less tasks completed, per second), the backlog at
 // the window's end and how long its drain took: beside the latency, it

@@ -25,18 +25,20 @@ type benchArgs struct {
 // Kind names the job kind.
 func (benchArgs) Kind() string { return "bench" }
 
-// benchWorker does nothing but note when it started; River records the
-// completion itself.
+// benchWorker does nothing but note when it started and returned; River
+// records the completion itself.
 type benchWorker struct {
 	river.WorkerDefaults[benchArgs]
-	start *latencies // nil: not recorded
+	start   *latencies // nil: not recorded
+	settled *settling  // nil: not recorded
 }
 
-// Work records the push → start latency.
+// Work records the push → start latency, and when it returns.
 func (w *benchWorker) Work(_ context.Context, job *river.Job[benchArgs]) error {
 	if w.start != nil {
 		w.start.since(job.Args.Pushed, time.Now())
 	}
+	w.settled.handled(job.ID, time.Now())
 	return nil
 }
 
@@ -74,11 +76,11 @@ func (t riverTuning) String() string {
 }
 
 // newRiverClient returns a client tuned as t whose worker records the
-// push → start latency in start (nil: not recorded), or an insert-only
-// client when t has no workers.
-func newRiverClient(pool *pgxpool.Pool, t riverTuning, start *latencies) (*river.Client[pgx.Tx], error) {
+// push → start latency in start and its returns in settled (nil: not
+// recorded), or an insert-only client when t has no workers.
+func newRiverClient(pool *pgxpool.Pool, t riverTuning, start *latencies, settled *settling) (*river.Client[pgx.Tx], error) {
 	ws := river.NewWorkers()
-	river.AddWorker(ws, &benchWorker{start: start})
+	river.AddWorker(ws, &benchWorker{start: start, settled: settled})
 	cfg := &river.Config{
 		Workers:           ws,
 		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -95,9 +95,10 @@ type procRun struct {
 
 // newProcRun makes cfg's Clients for the topic. The run ends once goal tasks
 // are completed (0: never); start and done record the latencies of the tasks
-// while the listener records (nil: not recorded).
-func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *latencies) (*procRun, error) {
-	heard := &procListener{goal: int64(goal), reached: make(chan struct{}), done: done}
+// while the listener records, settled their handlers' returns and their
+// completions (nil: not recorded).
+func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *latencies, settled *settling) (*procRun, error) {
+	heard := &procListener{goal: int64(goal), reached: make(chan struct{}), done: done, settled: settled}
 	p := &procRun{heard: heard}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for i := range cfg.clients {
@@ -129,6 +130,7 @@ func procHandler(cfg procConfig, heard *procListener, start *latencies) taskproc
 				start.since(pushed, time.Now())
 			}
 		}
+		heard.settled.handled(t.Sequence, time.Now())
 		return taskapi.Decision{Result: taskapi.Success}, nil
 	}
 	h := taskproc.Sequential(succeed)
@@ -195,6 +197,7 @@ type procListener struct {
 	once      sync.Once
 	recording atomic.Bool
 	done      *latencies // nil: not recorded
+	settled   *settling  // nil: not recorded
 
 	mu  sync.Mutex
 	err error
@@ -212,6 +215,9 @@ func (l *procListener) Notify(e taskproc.Event) {
 
 // complete counts tasks completed at now.
 func (l *procListener) complete(tasks []taskapi.Task, now time.Time) {
+	for _, t := range tasks {
+		l.settled.committed(t.Sequence, now)
+	}
 	if l.done != nil && l.recording.Load() {
 		for _, t := range tasks {
 			if pushed, err := strconv.ParseInt(t.Input, 10, 64); err == nil {
