@@ -62,7 +62,7 @@ var (
 		{"task_hold", "reclaim (expiry)"},
 		{"set state = 2", "reclaim (expiry)"},
 		{"^select (statement_timestamp()", "clock"},
-		{"^select set_config(", "custom plans (per round trip)"},
+		{"^select set_config(", "plan settings (per round trip)"},
 		{"^unlisten", "UNLISTEN"},
 		{"^listen", "LISTEN"},
 		{"^begin", "BEGIN"},

@@ -200,18 +200,27 @@ enough (walked) AS (
 // transaction of a completion (see completing).
 const limitFreed = `SELECT pg_notify($1, $2)`
 
-// completing runs the completion statement of tasks of topic. A completion
-// in a topic that the repository found with limits frees room that
-// consumers waiting at a limit, in any process, could not poll for: it
-// notifies the topic on TasksChannel too, when it commits, so that they
-// poll at once rather than after their pause.
-func (r *Repository) completing(ctx context.Context, db DB, topic, statement string, args []any) (pgconn.CommandTag, error) {
-	if _, limited := r.limited.Load(topic); !limited {
-		return exec(ctx, db, statement, args...)
-	}
+// completing runs the completion statement of tasks of topic, on task or
+// on the topic's partition (see onTopic). A completion in a topic that the
+// repository found with limits frees room that consumers waiting at a
+// limit, in any process, could not poll for: it notifies the topic on
+// TasksChannel too, when it commits, so that they poll at once rather than
+// after their pause.
+func (r *Repository) completing(ctx context.Context, db DB, topic, statement string, onPartition partitioned, args []any) (pgconn.CommandTag, error) {
+	_, limited := r.limited.Load(topic)
 	var tag pgconn.CommandTag
-	err := pipeline(ctx, db, step{sql: statement, args: args, tag: &tag},
-		step{sql: limitFreed, args: []any{TasksChannel(r.plain), topic}})
+	err := r.onTopic(db, topic, statement, onPartition, func(sql string, generic bool) error {
+		steps := []step{{sql: sql, args: args, tag: &tag, generic: generic}}
+		if limited {
+			steps = append(steps, step{sql: limitFreed, args: []any{TasksChannel(r.plain), topic}, generic: true})
+		}
+		if len(steps) == 1 && !generic {
+			var err error
+			tag, err = exec(ctx, db, sql, args...)
+			return err
+		}
+		return pipeline(ctx, db, steps...)
+	})
 	return tag, err
 }
 

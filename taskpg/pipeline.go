@@ -21,6 +21,9 @@ type step struct {
 	dest []any
 	each func() error
 	tag  *pgconn.CommandTag // receives the statement's command tag when set
+	// generic says that the statement names no partitioned table: its
+	// server may keep a generic plan of it (see partition.go).
+	generic bool
 }
 
 // pipeline sends steps in one round trip, as statements that PostgreSQL
@@ -160,12 +163,13 @@ func stopStatement(conn *pgx.Conn, ended <-chan struct{}, patience time.Duration
 
 // sendSteps sends steps on conn in one round trip and scans their results:
 // as unnamed statements, or prepared after a statement that asks for
-// custom plans until the round trip ends.
+// custom plans until the round trip ends, or for plans on indexes when
+// every step is generic (see partition.go).
 func sendSteps(ctx context.Context, conn *pgx.Conn, steps []step, prepared bool) error {
 	m := conn.TypeMap()
 	b := &pgconn.Batch{}
 	if prepared {
-		name, err := prepare(ctx, conn.PgConn(), setCustomPlans, nil)
+		name, err := prepare(ctx, conn.PgConn(), plansFor(steps), nil)
 		if err != nil {
 			return err
 		}
@@ -195,7 +199,7 @@ func sendSteps(ctx context.Context, conn *pgx.Conn, steps []step, prepared bool)
 		return err
 	}
 	if prepared {
-		results = results[1:] // setCustomPlans
+		results = results[1:] // plansFor(steps)
 	}
 	for i, r := range results {
 		if err := scanResult(m, r, steps[i]); err != nil {
@@ -203,6 +207,17 @@ func sendSteps(ctx context.Context, conn *pgx.Conn, steps []step, prepared bool)
 		}
 	}
 	return nil
+}
+
+// plansFor returns the statement that sets how the server plans steps:
+// setGenericPlans when every one is generic, setCustomPlans otherwise.
+func plansFor(steps []step) string {
+	for _, s := range steps {
+		if !s.generic {
+			return setCustomPlans
+		}
+	}
+	return setGenericPlans
 }
 
 // binary asks for every parameter and column in binary format.

@@ -34,7 +34,10 @@ func TestLimitedPollsStayCheap(t *testing.T) {
 		// plan does not depend on the detector.
 		t.Skip("the plans are checked in a build without the race detector (.ci/run heavy)")
 	}
-	t.Parallel()
+	// Not parallel: the dead entries that consumption leaves are marked
+	// dead, and skipped, only once no snapshot of the server may still see
+	// their rows, and the loads of the plan tests beside it kept snapshots
+	// that old (the keyed poll touched 4,579 pages, not 2,182).
 	cases := []struct {
 		name     string
 		keys     int // identifiers of the backlog, in turn

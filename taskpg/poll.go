@@ -115,20 +115,43 @@ func modeOf(s int64) (mode pollMode, held, ok bool) {
 
 // poll runs the poll statement of mode that p asks for: under p's term, if
 // any, the statement of pollTermed, with the term's number as its last
-// argument; in a limited mode after the topic's limit lock. It returns the
-// tasks and the mode that the topic's limits call for, as far as the
-// statement found.
+// argument; a plain poll on the topic's partition (see onTopic). It
+// returns the tasks and the mode that the topic's limits call for, as far
+// as the statement found.
 func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p check.Polling, mode pollMode) ([]taskapi.Task, pollMode, error) {
+	statements, onPartition, term := &r.q.poll[mode], &r.q.onPartition.poll, []any(nil)
+	if p.Term != nil {
+		statements, onPartition, term = &r.q.pollTermed[mode], &r.q.onPartition.pollTermed, []any{p.Term.Number}
+	}
+	c := 0
+	if p.Condition != taskapi.Unconditional {
+		c = 1
+	}
+	if mode != plainPoll {
+		return r.pollWith(ctx, db, topic, size, p, mode, statements[p.Order][c], false, term)
+	}
+	var (
+		tasks []taskapi.Task
+		found pollMode
+	)
+	err := r.onTopic(db, topic, statements[p.Order][c], onPartition[p.Order][c], func(sql string, generic bool) (err error) {
+		tasks, found, err = r.pollWith(ctx, db, topic, size, p, mode, sql, generic, term)
+		return err
+	})
+	return tasks, found, err
+}
+
+// pollWith runs statement, the poll of mode that p asks for (generic: see
+// step), after the topic's advisory lock when the poll is conditional, and
+// after the topic's limit lock in a limited mode.
+func (r *Repository) pollWith(ctx context.Context, db DB, topic string, size int, p check.Polling, mode pollMode,
+	statement string, generic bool, term []any) ([]taskapi.Task, pollMode, error) {
 	var (
 		tasks []taskapi.Task
 		t     taskapi.Task
 	)
-	statements, term := &r.q.poll[mode], []any(nil)
-	if p.Term != nil {
-		statements, term = &r.q.pollTermed[mode], []any{p.Term.Number}
-	}
 	unknown, found := false, mode
-	poll := step{sql: statements[p.Order][0], args: append([]any{topic, r.owner, size}, term...),
+	poll := step{sql: statement, args: append([]any{topic, r.owner, size}, term...), generic: generic,
 		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
 		each: func() error {
 			if t.Sequence == markUnknownOwner {
@@ -148,8 +171,8 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p 
 		// The lock and the poll in one round trip, in one transaction,
 		// which holds the lock until the poll is committed; the poll's
 		// snapshot is taken once the lock is held.
-		poll.sql, poll.args = statements[p.Order][1], append([]any{topic, r.owner, size, ordinals(p.Blocking())}, term...)
-		steps = append(steps, step{sql: pollLock, args: []any{r.pollKey(topic)}})
+		poll.args = append([]any{topic, r.owner, size, ordinals(p.Blocking())}, term...)
+		steps = append(steps, step{sql: pollLock, args: []any{r.pollKey(topic)}, generic: true})
 	}
 	jitOff, jitBack := unjitted(db, mode)
 	steps = append(steps, jitOff...)
@@ -217,12 +240,12 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 		return wrapf(err, "complete tasks of %q", topic)
 	}
 	los, his, states, outputs, named := completeArgs(completions)
-	statement, args := r.q.complete, []any{topic, los, his, states, outputs, r.owner, named}
+	statement, onPartition, args := r.q.complete, r.q.onPartition.complete, []any{topic, los, his, states, outputs, r.owner, named}
 	if named == 1 {
-		statement, args = r.q.completeOne, []any{topic, los[0], states[0], outputs[0], r.owner}
+		statement, onPartition, args = r.q.completeOne, r.q.onPartition.completeOne, []any{topic, los[0], states[0], outputs[0], r.owner}
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
-		tag, err := r.completing(ctx, db, topic, statement, args)
+		tag, err := r.completing(ctx, db, topic, statement, onPartition, args)
 		if err == nil && tag.RowsAffected() == 0 {
 			err = r.faults(ctx, db, r.q.completeFaults, topic, sequencesOf(los, his), taskapi.ErrNotActive, r.owner)
 		}

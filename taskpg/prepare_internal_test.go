@@ -11,19 +11,22 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// preparedOnServer returns the custom plans made of each statement that
-// taskpg prepared on conn, by the statement's text.
-func preparedOnServer(t *testing.T, conn *pgx.Conn) map[string]int64 {
+// plansMade counts the plans the server made of a prepared statement.
+type plansMade struct{ custom, generic int64 }
+
+// preparedOnServer returns the plans made of each statement that taskpg
+// prepared on conn, by the statement's text.
+func preparedOnServer(t *testing.T, conn *pgx.Conn) map[string]plansMade {
 	t.Helper()
-	rows, _ := conn.Query(t.Context(), `SELECT statement, custom_plans FROM pg_prepared_statements
+	rows, _ := conn.Query(t.Context(), `SELECT statement, custom_plans, generic_plans FROM pg_prepared_statements
 WHERE name LIKE 'taskrepo\_%'`, pgx.QueryExecModeSimpleProtocol)
-	plans := map[string]int64{}
+	plans := map[string]plansMade{}
 	var (
 		statement string
-		custom    int64
+		made      plansMade
 	)
-	if _, err := pgx.ForEachRow(rows, []any{&statement, &custom}, func() error {
-		plans[statement] = custom
+	if _, err := pgx.ForEachRow(rows, []any{&statement, &made.custom, &made.generic}, func() error {
+		plans[statement] = made
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -60,9 +63,11 @@ func pushPollComplete(ctx context.Context, t *testing.T, repo *Repository, db DB
 	}
 }
 
-// A round trip of taskpg's own sends its statements prepared, each planned
-// for its arguments, and leaves the session's plan_cache_mode as it was.
-func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
+// A round trip of taskpg's own sends its statements prepared: those on
+// task after setCustomPlans, those on the topic's partition after
+// setGenericPlans (see partition.go); and it leaves the session's settings
+// as they were.
+func TestOwnRoundTripsArePrepared(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	_, repo, conn := planConn(t)
@@ -70,17 +75,21 @@ func TestOwnRoundTripsArePreparedAndPlannedPerCall(t *testing.T) {
 		pushPollComplete(ctx, t, repo, conn.Conn(), "plan")
 	}
 	plans := preparedOnServer(t, conn.Conn())
-	for _, sql := range []string{repo.q.poll[0][taskapi.FIFO][0], repo.q.completeOne} {
-		if plans[sql] != 3 {
-			t.Errorf("%d custom plans of the prepared statement, want 3:%s", plans[sql], sql)
+	for _, p := range []partitioned{repo.q.onPartition.poll[taskapi.FIFO][0], repo.q.onPartition.completeOne} {
+		sql := p.on(repo.schema, "plan")
+		if made := plans[sql]; made.custom != 0 || made.generic != 3 {
+			t.Errorf("%+v plans of the prepared statement, want 3 generic ones:%s", made, sql)
 		}
 	}
-	if _, ok := plans[setCustomPlans]; !ok {
-		t.Errorf("not prepared:%s", setCustomPlans)
+	for _, sql := range []string{setCustomPlans, setGenericPlans} {
+		if _, ok := plans[sql]; !ok {
+			t.Errorf("not prepared:%s", sql)
+		}
 	}
-	var mode string
-	if err := conn.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode); err != nil || mode != "auto" {
-		t.Errorf("plan_cache_mode after the calls = %q, %v; want the session's own, auto", mode, err)
+	var mode, seqscan string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan')`).Scan(&mode, &seqscan); err != nil ||
+		mode != "auto" || seqscan != "on" {
+		t.Errorf("plan_cache_mode, enable_seqscan after the calls = %q, %q, %v; want the session's own, auto and on", mode, seqscan, err)
 	}
 }
 

@@ -249,7 +249,7 @@ const (
 	pollTemplate = `
 WITH {with}polled AS (
     UPDATE {schema}.task AS t SET state = 0, owner = $2
-    WHERE t.topic = $1{term} AND t.ctid = ANY (ARRAY({candidates}))
+    WHERE t.ctid = ANY (ARRAY({candidates})){prune}{term}
     RETURNING t.sequence, t.identifier, coalesce(t.input, '') AS input),
 held AS (
     INSERT INTO {schema}.task_hold (owner, topic) SELECT $2, $1 WHERE EXISTS (SELECT FROM polled)
@@ -257,6 +257,12 @@ held AS (
 SELECT sequence, identifier, input FROM polled
 UNION ALL -- the row of sequence 0 (no task has it) says that the owner is not registered
 SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){marker}`
+	// pruneTask, {prune} of a poll on task, names the topic's partition
+	// to the planner. A poll on the partition has none: there, the
+	// update's one way to its rows is the address of each (a TID scan),
+	// where a generic plan made on a small partition walked its primary
+	// key, which leads with the topic too, on every later poll.
+	pruneTask = ` AND t.topic = $1`
 	// pollCandidates, {candidates} of a poll that is not keyed: the first
 	// {take} of both branches in poll order.
 	pollCandidates = `
@@ -295,13 +301,17 @@ SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner =
 	// planner rather walked the whole ready index (or the active one) for
 	// every candidate: 2.8 s for a poll of 100 with 200,000 Ready tasks,
 	// against 2 ms. "state + 0" matches no partial index predicate, which
-	// leaves the identifier index as the only index that fits.
+	// leaves the identifier index as the only index that fits. On task,
+	// {topicOf:e} and {topicOf:b} name the topic's partition; a poll on
+	// the partition leaves them out, so that its generic plan, however
+	// small the partition was when it was made, has no other index to walk
+	// (the primary key, which holds the topic and the sequence).
 	pollSingular = `
           AND NOT EXISTS (SELECT FROM {schema}.task AS e
-                          WHERE e.topic = $1 AND e.identifier = r.identifier
+                          WHERE {topicOf:e}e.identifier = r.identifier
                             AND e.state + 0 = 1 AND e.sequence {earlier} r.sequence)
           AND NOT EXISTS (SELECT FROM {schema}.task AS b
-                          WHERE b.topic = $1 AND b.identifier = r.identifier
+                          WHERE {topicOf:b}b.identifier = r.identifier
                             AND b.state + 0 = ANY ($4::smallint[]))`
 )
 
@@ -563,6 +573,7 @@ type queries struct {
 	admittedOne, admittedOneAlone                  string
 	poll, pollTermed                               [3][2][2]string // by pollMode, by Order, then unconditional / conditional
 	complete, completeOne, release                 string
+	onPartition                                    partitionQueries
 	completeFaults, revivableFaults, readyFaults   string
 	deferTasks, nextDue                            string
 	scheduleMark, scheduleStart, scheduleMove      string
@@ -609,7 +620,7 @@ func newQueries(schema, plain string, exclusive bool) queries {
 	q.pushOne, q.pushOneAlone = sub(uncapped.Replace(pushOne)), sub(pushOneAlone)
 	q.admittedOne, q.admittedOneAlone = sub(admittedOne(pushOne)), sub(admittedOneAlone)
 	q.pushSequences = sub(uncapped.Replace(pushSequences))
-	q.poll, q.pollTermed = pollStatements(v)
+	q.poll, q.pollTermed = pollStatements(v, false)
 	q.complete = v(complete, "{match}", matchActive)
 	q.completeOne = sub(completeOne)
 	q.release = v(release, "{match}", strings.ReplaceAll(matchActive, "$6", "$4"))
@@ -642,7 +653,30 @@ func newQueries(schema, plain string, exclusive bool) queries {
 	q.countOne = strings.Replace(q.count[taskapi.Total], "state = ANY ($6::smallint[])", "state = $6::smallint", 1)
 	q.results, q.resolveFollowing, q.resolvePreceding = sub(results), sub(resolveFollowing), sub(resolvePreceding)
 	q.ready = newReadyQueries(sub)
+	q.onPartition = newPartitionQueries(q, v, schema+".task")
 	return q
+}
+
+// partitionQueries are the statements that run on a topic's partition in
+// taskpg's own round trips (see partition.go).
+type partitionQueries struct {
+	poll, pollTermed      [2][2]partitioned // plain polls, by Order, then unconditional / conditional
+	complete, completeOne partitioned
+}
+
+func newPartitionQueries(q queries, v func(string, ...string) string, table string) partitionQueries {
+	polls, termed := pollStatements(v, true)
+	p := partitionQueries{
+		complete:    partitionedOf(q.complete, table),
+		completeOne: partitionedOf(q.completeOne, table),
+	}
+	for order := range p.poll {
+		for c := range p.poll[order] {
+			p.poll[order][c] = partitionedOf(polls[plainPoll][order][c], table)
+			p.pollTermed[order][c] = partitionedOf(termed[plainPoll][order][c], table)
+		}
+	}
+	return p
 }
 
 // The modes of a poll statement: plain for a topic without limits, limited
@@ -657,8 +691,13 @@ const (
 )
 
 // pollStatements returns the poll statements of every mode, order and
-// condition, without a term and under one, their placeholders filled by v.
-func pollStatements(v func(string, ...string) string) (polls, termed [3][2][2]string) {
+// condition, without a term and under one, their placeholders filled by v:
+// on task, or on a partition (see pruneTask and pollSingular).
+func pollStatements(v func(string, ...string) string, onPartition bool) (polls, termed [3][2][2]string) {
+	prune, topicOf := pruneTask, strings.NewReplacer("{topicOf:e}", "e.topic = $1 AND ", "{topicOf:b}", "b.topic = $1 AND ")
+	if onPartition {
+		prune, topicOf = "", strings.NewReplacer("{topicOf:e}", "", "{topicOf:b}", "")
+	}
 	branch := func(template, which, order, due string) string {
 		return strings.NewReplacer("{which}", which, "{order}", order, "{due}", due).Replace(template)
 	}
@@ -684,13 +723,14 @@ func pollStatements(v func(string, ...string) string) (polls, termed [3][2][2]st
 			order                    taskapi.Order
 			direction, earlier, last string
 		}{{taskapi.FIFO, "ASC", "<", "max"}, {taskapi.LIFO, "DESC", ">", "min"}} {
-			singular := strings.ReplaceAll(pollSingular, "{earlier}", o.earlier)
+			singular := topicOf.Replace(strings.ReplaceAll(pollSingular, "{earlier}", o.earlier))
 			for c, condition := range []string{"", singular} {
 				// The term's number follows the arguments of the poll: $4,
 				// or $5 after the blocking states of a conditional poll.
 				term := strings.ReplaceAll(pollTerm, "{number}", fmt.Sprintf("$%d", 4+c))
 				fill := func(term string) string {
-					return v(poll, "{condition}", condition, "{direction}", o.direction, "{earlier}", o.earlier, "{last}", o.last, "{term}", term)
+					return v(poll, "{condition}", condition, "{direction}", o.direction, "{earlier}", o.earlier, "{last}", o.last,
+						"{prune}", prune, "{term}", term)
 				}
 				polls[mode][o.order][c], termed[mode][o.order][c] = fill(""), fill(term)
 			}
