@@ -21,12 +21,13 @@ import (
 
 // procConfig is how the bench runs taskrepo's consumer runtime, taskproc.
 type procConfig struct {
-	clients  int // Clients, each its own owner, as separate processes would be
-	size     int // tasks per poll
-	buffer   int // batches a Buffered handler holds
-	workers  int // workers of a Buffered handler; 0: the handler runs on the poll loop
-	parallel int // goroutines of a Parallel handler; 0: Sequential
-	pollers  int // poll loops of each Client's Manager
+	clients  int           // Clients, each its own owner, as separate processes would be
+	size     int           // tasks per poll
+	buffer   int           // batches a Buffered handler holds
+	workers  int           // workers of a Buffered handler; 0: the handler runs on the poll loop
+	parallel int           // goroutines of a Parallel handler; 0: Sequential
+	pollers  int           // poll loops of each Client's Manager
+	settle   time.Duration // WithSettleWindow; 0: none
 }
 
 // String describes the configuration for the notes.
@@ -42,8 +43,12 @@ func (c procConfig) String() string {
 	if c.clients > 1 {
 		clients = fmt.Sprintf("%d Clients, each its own owner,", c.clients)
 	}
-	return fmt.Sprintf("%s WithSize(%d), WithPollers(%d), %s, WithPause(%s), WithNotifier(taskpg.NewNotifier)",
-		clients, c.size, c.pollers, handler, procPause)
+	window := ""
+	if c.settle > 0 {
+		window = fmt.Sprintf(", WithSettleWindow(%s)", c.settle)
+	}
+	return fmt.Sprintf("%s WithSize(%d), WithPollers(%d), %s, WithPause(%s), WithNotifier(taskpg.NewNotifier)%s",
+		clients, c.size, c.pollers, handler, procPause, window)
 }
 
 // short names c in a figure: its Clients and poll size.
@@ -108,7 +113,7 @@ func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *laten
 		}
 		// A Notifier per Client: each stands for a process of its own.
 		client, err := taskproc.New(repo, taskpg.Transact(pool),
-			taskproc.WithSize(cfg.size), taskproc.WithPollers(cfg.pollers), taskproc.WithPause(procPause),
+			taskproc.WithSize(cfg.size), taskproc.WithPollers(cfg.pollers), taskproc.WithPause(procPause), taskproc.WithSettleWindow(cfg.settle),
 			taskproc.WithNotifier(taskpg.NewNotifier(pool)), taskproc.WithListener(heard), taskproc.WithLogger(logger))
 		if err != nil {
 			return nil, err

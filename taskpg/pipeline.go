@@ -28,8 +28,9 @@ type step struct {
 
 // pipeline sends steps in one round trip, as statements that PostgreSQL
 // plans for their arguments every time (prepared ones in a round trip of
-// its own, see prepare.go): a generic plan would lock every partition of
-// task, and fits the tables as they were when it was made. Where db is a
+// its own, see prepare.go), unless every step is generic (partition.go): a
+// generic plan would lock every partition of task, and fits the tables as
+// they were when it was made. Where db is a
 // pool or a connection outside a transaction, the steps share the implicit
 // transaction of their round trip, guarded against ctx's end (see guard);
 // inside a caller's transaction they are part of it. A step that fails

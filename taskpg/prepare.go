@@ -15,12 +15,14 @@ import (
 // once per connection, under a name made of its text and parameter types,
 // and every later call sends only Bind and Execute. At everyday rates the
 // server spends more time parsing, analysing and rewriting the statements
-// of a task's life than running them (docs/performance.md). The round trip
-// first sets plan_cache_mode to force_custom_plan for its own implicit
-// transaction (setCustomPlans), so that every call is still planned for
-// its arguments, as an unnamed statement is (see pipeline): a generic plan
-// would lock every partition of task and would keep the shape it had when
-// the partition was small.
+// of a task's life than running them (docs/performance.md). A round trip
+// of statements on task first sets plan_cache_mode to force_custom_plan
+// for its own implicit transaction (setCustomPlans), so that every call is
+// still planned for its arguments, as an unnamed statement is (see
+// pipeline): a generic plan would lock every partition of task and would
+// keep the shape it had when the partition was small. A round trip whose
+// statements name a topic's partition instead runs them from generic
+// plans (setGenericPlans, see partition.go).
 //
 // A connection that loses one of these statements (DEALLOCATE, DISCARD
 // ALL, or a pooler in transaction mode that hands each round trip to

@@ -42,6 +42,7 @@ func suite[Tx any](t *testing.T, b backend[Tx]) {
 	cancelEffectCases(all)
 	termHoldCases(all)
 	workerCases(all)
+	groupCases(all)
 	for _, name := range slices.Sorted(maps.Keys(all)) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -60,6 +60,15 @@ func successor(previous string) (taskproc.Repository[taskpg.DB], error) {
 // goes on under a new owner name. Every task ends Succeeded once, and none
 // of the tasks A held is completed by A's old identity.
 func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
+	t.Run("in its handler", func(t *testing.T) { cutOffOwner(t, 0) })
+	// A's first batch is completed, and its result waits in a settlement
+	// window that outlasts the test: the fence leaves it unwritten.
+	t.Run("in its settlement window", func(t *testing.T) { cutOffOwner(t, taskproc.MaxSettleWindow) })
+}
+
+// cutOffOwner is TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted
+// with A's settlement window.
+func cutOffOwner(t *testing.T, window time.Duration) {
 	const (
 		n         = 200
 		heartbeat = 100 * time.Millisecond
@@ -106,7 +115,7 @@ func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
 
 	repoA, _ := taskpg.New("proc-a")
 	a, err := taskproc.New[taskpg.DB](repoA, taskpg.Transact(cutOff), append(opts, taskproc.WithListener(events),
-		taskproc.WithSuccessor(successor), taskproc.WithGrace(time.Second))...)
+		taskproc.WithSuccessor(successor), taskproc.WithGrace(time.Second), taskproc.WithSettleWindow(window))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +124,9 @@ func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
 		firstBatch.Do(func() {
 			blocked = true
 			held <- b.Tasks()
-			<-ctx.Done() // fencing ends the batch's context
+			if window == 0 {
+				<-ctx.Done() // fencing ends the batch's context
+			}
 			late <- b.Complete(every(b, taskapi.Success))
 		})
 		if blocked {
@@ -178,8 +189,14 @@ func TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted(t *testing.T) {
 	} else {
 		t.Errorf("A fenced itself %v after B expired its tasks, want before", fenced.Sub(took))
 	}
-	if err := within(t, "A's late completion", late); !errors.Is(err, taskproc.ErrSettled) {
-		t.Errorf("the fenced owner's late completion = %v, want ErrSettled", err)
+	// A completion made after the fence finds the batch settled; one that
+	// waited in the window is told that the fence gave it up unwritten.
+	want := taskproc.ErrSettled
+	if window > 0 {
+		want = taskproc.ErrFenced
+	}
+	if err := within(t, "A's late completion", late); !errors.Is(err, want) {
+		t.Errorf("the fenced owner's late completion = %v, want %v", err, want)
 	}
 	succeeded := func() int {
 		counts, err := setupRepo.Count(t.Context(), direct, taskapi.Total, taskapi.Counting{Topic: topic}, taskapi.Unbounded)

@@ -46,6 +46,7 @@ type settings struct {
 	notifier   Notifier
 	reconcile  time.Duration
 	window     time.Duration
+	settle     time.Duration // WithSettleWindow's
 	leadership time.Duration
 	onLead     func(ctx context.Context, term taskapi.Term)
 	resume     func(topics ...string) // wakes local managers after follow-up pushes
@@ -176,6 +177,28 @@ func WithReconcile(d time.Duration) ClientOption {
 	return clientOption(func(s *settings) { s.reconcile = d })
 }
 
+// WithSettleWindow has the completions that a topic's batches write as one
+// statement each (a handler's Complete, Buffered's and Parallel's
+// decisions; never CompleteTx's or ParallelTx's, which are written in the
+// caller's transaction) wait up to d, from the first of them, and be
+// written together in one statement: fewer statements per task when
+// batches are small, as River's completer does every 250 ms. The price is
+// d: a task whose handler returned stays Active in the database for up to
+// d longer, and a process that crashes in the window loses the results it
+// gathered, whose tasks run again once they expire (a fenced owner writes
+// none of them either); a conditional poll takes an identifier's next task
+// only once the last one's result is written. A Stop writes the gathered
+// results at once, before it returns. Complete returns once its result is
+// written; Sequential's and Parallel's handlers hand their decisions over
+// and take their next batch meanwhile, their outcome told to the Listener.
+// Zero, the default, waits for nothing: completions still go together
+// when they become ready while another is being written. At most
+// MaxSettleWindow.
+func WithSettleWindow(d time.Duration) TopicOption { return func(s *settings) { s.settle = d } }
+
+// MaxSettleWindow is the longest settlement window (WithSettleWindow).
+const MaxSettleWindow = time.Minute
+
 // WithPollers sets how many poll loops a Manager runs (one by default). Each
 // acquires its own limiter slot and polls, so that up to n polls of the
 // topic are in flight at once and the handler is called from n goroutines:
@@ -235,6 +258,8 @@ func (s settings) check() error {
 		return fmt.Errorf("taskproc: reconcile %v, wake gap %v: %w", s.reconcile, s.window, taskapi.ErrInvalidArgument)
 	case s.rescues < 0:
 		return fmt.Errorf("taskproc: rescues %d is negative: %w", s.rescues, taskapi.ErrInvalidArgument)
+	case s.settle < 0 || s.settle > MaxSettleWindow:
+		return fmt.Errorf("taskproc: settlement window %v is not within 0 and %v: %w", s.settle, MaxSettleWindow, taskapi.ErrInvalidArgument)
 	case s.grace < 0 || s.heartbeat < 0 || s.expiry < 0 || s.purge < 0:
 		return fmt.Errorf("taskproc: negative grace, heartbeat, expiry or purge: %w", taskapi.ErrInvalidArgument)
 	case s.expiry > 0 && s.heartbeat == 0:

@@ -13,10 +13,11 @@ import (
 // settled finds out whether an attempt that failed with o.err committed,
 // and which of live this owner still holds, reading back until the
 // database answers (or, once the batch is given up, for a short while). A
-// conflict is known not to have committed. It waits with backoff between
+// conflict is known not to have committed, and so is a completion that
+// left its group unsent (see group.go). It waits with backoff between
 // reads.
 func (s *batchSettler[Tx]) settled(ctx context.Context, b *Batch, how settlement, live []taskapi.Task, o outcome) (committed bool, held []taskapi.Task, err error) {
-	if errors.Is(o.err, taskapi.ErrConflict) && !errors.Is(o.err, taskapi.ErrUnavailable) {
+	if errors.Is(o.err, taskapi.ErrConflict) && !errors.Is(o.err, taskapi.ErrUnavailable) || errors.Is(o.err, errUnsent) {
 		return false, live, nil
 	}
 	bo := s.m.backoff()

@@ -75,6 +75,8 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 	return ok
 }
 
+func (s *batchSettler[Tx]) window() time.Duration { return s.m.s.settle }
+
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error
@@ -273,8 +275,18 @@ func (s *batchSettler[Tx]) lockFor(b *Batch, how settlement, live []taskapi.Task
 //
 // The attempt is bounded (see bound.go): as a whole, or, when it runs a
 // completion function that takes the transaction, but for the function's
-// own run.
+// own run, or, in a group (see group.go), but for its wait there.
 func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task) outcome {
+	alone := alone(b, how, live)
+	if alone {
+		ctx = taskapi.SingleStatement(ctx)
+	}
+	var o outcome
+	if alone && how.intent == toComplete { // bounded as it is written (see group.go)
+		o.err = s.completeGrouped(ctx, b, how.completion, live, &o)
+		o.wrote = o.err == nil || o.fnErr == nil && !o.refused && !errors.Is(o.err, errUnsent)
+		return classified(ctx, o)
+	}
 	var w *watchdog
 	if how.intent == toComplete && takesTx[Tx](how.completion) {
 		leave, err := s.m.s.gate.enter(ctx) // a turn among the handlers' transactions (see pool.go)
@@ -289,17 +301,29 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 		ctx, cancel = s.m.own.bounded(ctx)
 		defer cancel()
 	}
-	alone := alone(b, how, live)
-	if alone {
-		ctx = taskapi.SingleStatement(ctx)
+	o.err = s.transactAttempt(ctx, b, how, live, alone, w, &o)
+	return classified(ctx, o)
+}
+
+// classified is o with its refusal found: a run that its context
+// interrupted is given back, whatever the transaction's end met, for it
+// never committed.
+func classified(ctx context.Context, o outcome) outcome {
+	if o.err != nil && !o.refused {
+		o.refused = errors.Is(o.fnErr, errInterrupted) || (refused(o.err, o.fnErr) && ctx.Err() == nil)
 	}
-	var o outcome
-	o.err = s.m.transact(ctx, func(tx Tx) error {
-		o = outcome{}
+	return o
+}
+
+// transactAttempt writes how for live in one transaction of the runtime's.
+func (s *batchSettler[Tx]) transactAttempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task, alone bool,
+	w *watchdog, o *outcome) error {
+	return s.m.transact(ctx, func(tx Tx) error {
+		*o = outcome{}
 		var err error
 		switch how.intent {
 		case toComplete:
-			err = s.complete(ctx, tx, b, how.completion, live, &o, w)
+			err = s.complete(ctx, tx, b, how.completion, live, o, w)
 		case toFail:
 			o.evidence, o.completes = &live[0], []taskapi.State{taskapi.Failed}
 			err = s.repo.Complete(ctx, tx, b.topic, failures(live, how.cause)...)
@@ -307,19 +331,13 @@ func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement
 			err = s.repo.Release(ctx, tx, b.topic, live...)
 		}
 		if err == nil && how.intent != toRelease {
-			err = s.hold(ctx, tx, b, &o)
+			err = s.hold(ctx, tx, b, o)
 		}
 		// A statement alone commits as it runs: once it may have been sent
 		// (nothing refused it first), only the read-back can tell.
 		o.wrote = err == nil || alone && o.fnErr == nil && !o.refused
 		return err
 	})
-	if o.err != nil && !o.refused {
-		// A run that its context interrupted is given back, whatever the
-		// transaction's end met: it never committed.
-		o.refused = errors.Is(o.fnErr, errInterrupted) || (refused(o.err, o.fnErr) && ctx.Err() == nil)
-	}
-	return o
 }
 
 // takesTx reports whether completion is a completion function that takes

@@ -27,8 +27,23 @@ func Sequential(fn TaskFunc) Handler {
 			}
 			decisions[task] = b.decide(ctx, fn, task)
 		}
-		return b.Complete(decisions)
+		return b.handOver(decisions)
 	})
+}
+
+// handOver completes b with decisions, the runtime's own handlers' (see
+// Sequential and Parallel): at once, or, with a settlement window
+// (WithSettleWindow), on a goroutine of its own, so that the handler takes
+// its next batch while the decisions wait in the window, as River's workers
+// do while its completer gathers their results. The Manager holds b until
+// it is settled, as any batch, and the outcome reaches the Listener and
+// the logger alone.
+func (b *Batch) handOver(decisions Decisions) error {
+	if b.settler.window() == 0 {
+		return b.Complete(decisions)
+	}
+	go func() { _ = b.Complete(decisions) }()
+	return nil
 }
 
 // Parallel returns a Handler that decides the tasks of each batch with fn
@@ -81,7 +96,7 @@ func (h *parallel) Handle(ctx context.Context, b *Batch) error {
 			b.marked.Store(task, interrupted)
 		}
 	})
-	return b.Complete(decisions)
+	return b.handOver(decisions)
 }
 
 // decide decides task with fn, and marks it for a retry or a snooze when
