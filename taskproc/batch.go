@@ -87,8 +87,6 @@ type settler interface {
 	accepts(completion any) bool
 	// write writes how b is settled, and marks it settled.
 	write(b *Batch, how settlement) error
-	// window is the topic's settlement window (WithSettleWindow).
-	window() time.Duration
 }
 
 // An intent is what a settlement writes.

@@ -107,8 +107,6 @@ func (s *compSettler) accepts(completion any) bool {
 	return ok
 }
 
-func (s *compSettler) window() time.Duration { return 0 }
-
 func (s *compSettler) write(b *Batch, how settlement) error {
 	switch how.intent {
 	case toComplete:

@@ -17,7 +17,9 @@ func (s *batchSettler[Tx]) written(b *Batch, how settlement, live []taskapi.Task
 	switch how.intent {
 	case toComplete:
 		if o.later {
-			s.m.due.touch() // the next due time may be theirs
+			// The next due time may be theirs; a loop that waits (the
+			// handler handed its decisions over, see Sequential) wakes.
+			s.m.Resume()
 		}
 		s.finish(b, "completed", Event{Kind: EventCompleted, Tasks: live, Decisions: o.decided})
 		s.m.resume(b.after)
@@ -27,6 +29,7 @@ func (s *batchSettler[Tx]) written(b *Batch, how settlement, live []taskapi.Task
 		return refusal
 	}
 	s.finish(b, "released", Event{Kind: EventReleased, Tasks: live, Err: how.cause})
+	s.m.signal() // the tasks are Ready again: a loop that waits polls them
 	return cmp.Or(givenUp(how.cause), refusal)
 }
 

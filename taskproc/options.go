@@ -190,7 +190,7 @@ func WithReconcile(d time.Duration) ClientOption {
 // only once the last one's result is written. A Stop writes the gathered
 // results at once, before it returns. Complete returns once its result is
 // written; Sequential's and Parallel's handlers hand their decisions over
-// and take their next batch meanwhile, their outcome told to the Listener.
+// and take their next batch meanwhile, with a window or without.
 // Zero, the default, waits for nothing: completions still go together
 // when they become ready while another is being written. At most
 // MaxSettleWindow.

@@ -75,8 +75,6 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 	return ok
 }
 
-func (s *batchSettler[Tx]) window() time.Duration { return s.m.s.settle }
-
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error

@@ -9,8 +9,8 @@ import (
 )
 
 // Sequential returns a Handler that decides the tasks of each batch one after
-// the other with fn, in poll order, and completes the batch with the
-// decisions. When ctx ends (a Stop that ran out of time), it decides no more
+// the other with fn, in poll order, and hands the decisions over to be
+// written, returning while they are. When ctx ends (a Stop that ran out of time), it decides no more
 // tasks: the tasks it decided are completed, and the others, and the one
 // whose fn returned the context's error, go back to Ready, no attempt
 // counted.
@@ -32,22 +32,20 @@ func Sequential(fn TaskFunc) Handler {
 }
 
 // handOver completes b with decisions, the runtime's own handlers' (see
-// Sequential and Parallel): at once, or, with a settlement window
-// (WithSettleWindow), on a goroutine of its own, so that the handler takes
-// its next batch while the decisions wait in the window, as River's workers
-// do while its completer gathers their results. The Manager holds b until
-// it is settled, as any batch, and the outcome reaches the Listener and
-// the logger alone.
+// Sequential and Parallel), on a goroutine of its own, so that the handler
+// takes its next batch while the decisions are written, or wait in the
+// settlement window (WithSettleWindow), as River's workers do while its
+// completer writes their results. The Manager holds b until it is
+// settled, as any batch (its limiter slot too), and the outcome reaches
+// the Listener and the logger, not the handler's caller.
 func (b *Batch) handOver(decisions Decisions) error {
-	if b.settler.window() == 0 {
-		return b.Complete(decisions)
-	}
 	go func() { _ = b.Complete(decisions) }()
 	return nil
 }
 
 // Parallel returns a Handler that decides the tasks of each batch with fn
-// on up to n goroutines, and completes the batch with the decisions. Tasks
+// on up to n goroutines, and hands the decisions over to be written, as
+// Sequential does. Tasks
 // with the same identifier are decided one after the other in sequence
 // order, also across the batches of one poll loop, while the other
 // identifiers go on: one slow identifier holds up no other. Its Manager
