@@ -87,6 +87,9 @@ type settler interface {
 	accepts(completion any) bool
 	// write writes how b is settled, and marks it settled.
 	write(b *Batch, how settlement) error
+	// handing holds a token for each settlement handed over (see
+	// handOver); nil for none.
+	handing() chan struct{}
 }
 
 // An intent is what a settlement writes.

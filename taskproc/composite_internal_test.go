@@ -107,6 +107,8 @@ func (s *compSettler) accepts(completion any) bool {
 	return ok
 }
 
+func (s *compSettler) handing() chan struct{} { return nil }
+
 func (s *compSettler) write(b *Batch, how settlement) error {
 	switch how.intent {
 	case toComplete:

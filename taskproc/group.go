@@ -45,7 +45,7 @@ type settleGroup struct {
 	window time.Duration
 	turn   chan struct{} // holds a token while a group waits or is written
 	mu     sync.Mutex
-	next   *gathering // the group that completions join, nil when none waits
+	open   []*gathering // the groups waiting for a turn; completions join the last
 }
 
 func newSettleGroup(window time.Duration) *settleGroup {
@@ -115,23 +115,29 @@ func (g *settleGroup) complete(ctx context.Context, flush <-chan struct{}, compl
 	return m.err
 }
 
-// join adds m to the group that waits, or to a new one, and returns it.
+// join adds m to the last group that waits, or to a new one when that
+// one holds maxGathered tasks, and returns it.
 func (g *settleGroup) join(m *member) *gathering {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.next == nil {
-		g.next = &gathering{opened: time.Now(), full: make(chan struct{})}
+	if len(g.open) == 0 || g.open[len(g.open)-1].tasks >= maxGathered {
+		g.open = append(g.open, &gathering{opened: time.Now(), full: make(chan struct{})})
 	}
-	gth := g.next
+	gth := g.open[len(g.open)-1]
 	gth.members = append(gth.members, m)
-	if gth.tasks += len(m.completions); gth.tasks >= maxGathered && len(gth.members) > 1 {
+	if gth.tasks += len(m.completions); gth.tasks >= maxGathered {
 		select {
-		case <-gth.full:
+		case <-gth.full: // full before a completion left it
 		default:
 			close(gth.full)
 		}
 	}
 	return gth
+}
+
+// close takes gth out of the groups that wait.
+func (g *settleGroup) close(gth *gathering) {
+	g.open = slices.DeleteFunc(g.open, func(o *gathering) bool { return o == gth })
 }
 
 // leaveOrWait takes m out of its group, whose turn has not come, and
@@ -142,8 +148,8 @@ func (g *settleGroup) leaveOrWait(ctx context.Context, gth *gathering, m *member
 	if !gth.taken {
 		gth.members = slices.DeleteFunc(gth.members, func(o *member) bool { return o == m })
 		gth.tasks -= len(m.completions)
-		if len(gth.members) == 0 && g.next == gth {
-			g.next = nil
+		if len(gth.members) == 0 {
+			g.close(gth)
 		}
 		g.mu.Unlock()
 		return fmt.Errorf("%w: %w", errUnsent, context.Cause(ctx))
@@ -158,9 +164,7 @@ func (g *settleGroup) take(gth *gathering) []*member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gth.taken = true
-	if g.next == gth {
-		g.next = nil
-	}
+	g.close(gth)
 	return gth.members
 }
 

@@ -75,6 +75,8 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 	return ok
 }
 
+func (s *batchSettler[Tx]) handing() chan struct{} { return s.m.handing }
+
 // outcome is what one attempt of a settlement did.
 type outcome struct {
 	err       error

@@ -37,11 +37,26 @@ func Sequential(fn TaskFunc) Handler {
 // settlement window (WithSettleWindow), as River's workers do while its
 // completer writes their results. The Manager holds b until it is
 // settled, as any batch (its limiter slot too), and the outcome reaches
-// the Listener and the logger, not the handler's caller.
+// the Listener and the logger, not the handler's caller. With
+// maxHandedOver settlements of the Manager's unwritten, the handler
+// writes its own, so that a loop whose polls outrun the writes waits for
+// them instead of claiming without bound.
 func (b *Batch) handOver(decisions Decisions) error {
-	go func() { _ = b.Complete(decisions) }()
+	select {
+	case b.settler.handing() <- struct{}{}:
+	default:
+		return b.Complete(decisions)
+	}
+	go func() {
+		defer func() { <-b.settler.handing() }()
+		_ = b.Complete(decisions)
+	}()
 	return nil
 }
+
+// maxHandedOver is the most settlements a Manager has handed over and not
+// written (see handOver).
+const maxHandedOver = 8
 
 // Parallel returns a Handler that decides the tasks of each batch with fn
 // on up to n goroutines, and hands the decisions over to be written, as
