@@ -12,10 +12,10 @@ import (
 )
 
 // Grouped settlement. The completions of a topic's batches that are written
-// as one statement each (see alone) take turns, and those that become
-// ready while another is written go together in the next statement: a
-// group commit, which adds no wait to a completion written alone and
-// writes fewer statements when batches end at once. With a settlement
+// as one statement each (see alone) take turns, settleTurns at once, and
+// those that become ready while every turn is taken go together in the
+// next statement: a group commit, which adds no wait to a completion
+// written alone and writes fewer statements when batches end at once. With a settlement
 // window (WithSettleWindow), the turn's holder first waits out the window
 // from the moment the first completion of its group came, gathering
 // others, unless the run stops (the group is written at once) or the group
@@ -43,14 +43,20 @@ var errWriteAlone = errors.New("taskproc: the group's statement was refused; wri
 // settleGroup gathers the grouped completions of one topic.
 type settleGroup struct {
 	window time.Duration
-	turn   chan struct{} // holds a token while a group waits or is written
+	turn   chan struct{} // holds a token for each group that waits out its window or is written
 	mu     sync.Mutex
 	open   []*gathering // the groups waiting for a turn; completions join the last
 }
 
 func newSettleGroup(window time.Duration) *settleGroup {
-	return &settleGroup{window: window, turn: make(chan struct{}, 1)}
+	return &settleGroup{window: window, turn: make(chan struct{}, settleTurns)}
 }
+
+// settleTurns is how many groups of a topic are written at once: a
+// burn-down's workers write their batches side by side, as they did before
+// groups (one at a time, the burn-down through taskproc ran at 0.8 of its
+// rate), and completions group once that many writes are under way.
+const settleTurns = 4
 
 // gathering is a group of completions waiting for their statement.
 type gathering struct {
@@ -100,6 +106,10 @@ func (g *settleGroup) complete(ctx context.Context, flush <-chan struct{}, compl
 		}
 	}
 	members := g.take(gth)
+	if members == nil { // another turn took m's group after the same window
+		<-m.done
+		return m.err
+	}
 	var all []taskapi.Completion
 	for _, o := range members {
 		all = append(all, o.completions...)
@@ -159,10 +169,14 @@ func (g *settleGroup) leaveOrWait(ctx context.Context, gth *gathering, m *member
 	return m.err
 }
 
-// take takes gth for its statement and returns its members.
+// take takes gth for its statement and returns its members, none when
+// another turn took it.
 func (g *settleGroup) take(gth *gathering) []*member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if gth.taken {
+		return nil
+	}
 	gth.taken = true
 	g.close(gth)
 	return gth.members
