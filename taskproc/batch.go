@@ -87,9 +87,9 @@ type settler interface {
 	accepts(completion any) bool
 	// write writes how b is settled, and marks it settled.
 	write(b *Batch, how settlement) error
-	// handing holds a token for each settlement handed over (see
-	// handOver); nil for none.
-	handing() chan struct{}
+	// handedOver counts the tasks of the settlements handed over and not
+	// written (see handOver); nil for none.
+	handedOver() *atomic.Int64
 }
 
 // An intent is what a settlement writes.

@@ -107,7 +107,7 @@ func (s *compSettler) accepts(completion any) bool {
 	return ok
 }
 
-func (s *compSettler) handing() chan struct{} { return nil }
+func (s *compSettler) handedOver() *atomic.Int64 { return nil }
 
 func (s *compSettler) write(b *Batch, how settlement) error {
 	switch how.intent {

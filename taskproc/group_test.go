@@ -128,25 +128,26 @@ func groupCases[Tx any](cases map[string]suiteCase[Tx]) {
 		e.eventually("the task Succeeded", func() bool { return e.count(taskapi.Succeeded) == 1 })
 	}
 
-	// Handed-over settlements are bounded: with eight of them unwritten
-	// (in a window of a minute), Sequential writes the ninth batch's
-	// itself, and the loop claims no more while it waits.
+	// Handed-over settlements are bounded: with 400 tasks of them
+	// unwritten in a window of a minute, Sequential writes the third
+	// batch's itself (500 at most are handed over), and the loop claims no
+	// more while it waits.
 	cases["ALoopClaimsNoFurtherThanItsSettlementsAreWritten"] = func(t *testing.T, e *env[Tx]) {
-		e.push(ids(50, 50)...)
+		e.push(ids(2000, 2000)...)
 		var calls atomic.Int32
 		m := e.manager(taskproc.Sequential(func(ctx context.Context, task taskapi.Task) (taskapi.Decision, error) {
 			calls.Add(1)
 			return taskapi.Decision{Result: taskapi.Success}, nil
-		}), taskproc.WithSize(1), taskproc.WithSettleWindow(taskproc.MaxSettleWindow))
+		}), taskproc.WithSize(200), taskproc.WithSettleWindow(taskproc.MaxSettleWindow))
 		e.start(m)
-		e.eventually("nine batches decided", func() bool { return calls.Load() >= 9 })
-		if n, active := calls.Load(), e.count(taskapi.Active); n != 9 || active != 9 {
-			t.Errorf("%d batches decided, %d tasks Active; want the nine whose settlements wait", n, active)
+		e.eventually("three batches decided", func() bool { return calls.Load() >= 600 })
+		if n, active := calls.Load(), e.count(taskapi.Active); n != 600 || active != 600 {
+			t.Errorf("%d tasks decided, %d Active; want the three batches whose settlements wait", n, active)
 		}
 		stopWithin(t, m.Stop)
-		e.allIn(50, taskapi.Succeeded, taskapi.Ready)
-		if n := e.count(taskapi.Succeeded); n != 9 {
-			t.Errorf("%d tasks Succeeded after Stop, want the nine decided", n)
+		e.allIn(2000, taskapi.Succeeded, taskapi.Ready)
+		if n := e.count(taskapi.Succeeded); n != 600 {
+			t.Errorf("%d tasks Succeeded after Stop, want the 600 decided", n)
 		}
 	}
 

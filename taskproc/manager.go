@@ -49,10 +49,10 @@ type Manager[Tx any] struct {
 	clock      *clockOffset                   // the Client's, or the Manager's own
 	lead       atomic.Pointer[leadership[Tx]] // the election, with WithLeadership
 	schedules  []schedule
-	group      *settleGroup  // the grouped completions (see group.go)
-	handing    chan struct{} // the settlements handed over and not written yet (see handOver)
-	unsure     atomic.Bool   // a poll failed and may have claimed tasks all the same (see tidy)
-	claiming   atomic.Int32  // loops between their last check of the holds and the registration of their batch
+	group      *settleGroup // the grouped completions (see group.go)
+	handedOver atomic.Int64 // the tasks of the settlements handed over and not written (see handOver)
+	unsure     atomic.Bool  // a poll failed and may have claimed tasks all the same (see tidy)
+	claiming   atomic.Int32 // loops between their last check of the holds and the registration of their batch
 	// polling is read by polls until their batch is registered, and written
 	// by tidy and by the settlements that may make tasks Ready again (see
 	// settle.go).
@@ -120,8 +120,7 @@ func newManager[Tx any](repo Repository[Tx], transact Transact[Tx], topic string
 		return nil, fmt.Errorf("taskproc: manager of %q: %w", check.Short(topic), err)
 	}
 	m := &Manager[Tx]{topic: topic, handler: handler, transact: transact, own: runner[Tx]{transact, s.bound()}, s: s, changed: make(chan struct{}),
-		due: newDueWatch(s), schedules: schedules, clock: s.clock, group: newSettleGroup(s.settle),
-		handing: make(chan struct{}, maxHandedOver)}
+		due: newDueWatch(s), schedules: schedules, clock: s.clock, group: newSettleGroup(s.settle)}
 	if m.clock == nil {
 		m.clock = &clockOffset{}
 	}

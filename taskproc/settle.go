@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -75,7 +76,7 @@ func (s *batchSettler[Tx]) accepts(completion any) bool {
 	return ok
 }
 
-func (s *batchSettler[Tx]) handing() chan struct{} { return s.m.handing }
+func (s *batchSettler[Tx]) handedOver() *atomic.Int64 { return &s.m.handedOver }
 
 // outcome is what one attempt of a settlement did.
 type outcome struct {

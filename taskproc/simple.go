@@ -38,25 +38,29 @@ func Sequential(fn TaskFunc) Handler {
 // completer writes their results. The Manager holds b until it is
 // settled, as any batch (its limiter slot too), and the outcome reaches
 // the Listener and the logger, not the handler's caller. With
-// maxHandedOver settlements of the Manager's unwritten, the handler
-// writes its own, so that a loop whose polls outrun the writes waits for
-// them instead of claiming without bound.
+// maxHandedOver tasks of the Manager's handed over and unwritten, the
+// handler writes its own, so that a loop whose polls outrun the writes
+// waits for them instead of claiming without bound.
 func (b *Batch) handOver(decisions Decisions) error {
-	select {
-	case b.settler.handing() <- struct{}{}:
-	default:
+	handed, n := b.settler.handedOver(), int64(len(b.tasks))
+	if handed == nil || handed.Add(n) > maxHandedOver {
+		if handed != nil {
+			handed.Add(-n)
+		}
 		return b.Complete(decisions)
 	}
 	go func() {
-		defer func() { <-b.settler.handing() }()
+		defer handed.Add(-n)
 		_ = b.Complete(decisions)
 	}()
 	return nil
 }
 
-// maxHandedOver is the most settlements a Manager has handed over and not
-// written (see handOver).
-const maxHandedOver = 8
+// maxHandedOver is the most tasks a Manager has handed over and not
+// written (see handOver): half a group, so that a window of small batches
+// holds a loop back only past what a window of 250 ms gathers at 1,000
+// tasks/s.
+const maxHandedOver = maxGathered / 2
 
 // Parallel returns a Handler that decides the tasks of each batch with fn
 // on up to n goroutines, and hands the decisions over to be written, as
