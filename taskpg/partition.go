@@ -89,11 +89,18 @@ func partitionName(topic string) string {
 
 // onTopic runs run with the statement of a call on topic: on the topic's
 // partition (generic true) where db is a round trip of taskpg's own, and
-// on task otherwise, or when the topic has no partition.
+// on task otherwise, or when the topic has no partition. A role granted
+// task but not its partitions (the grants of docs/operating.md: the
+// partitions are created by the schema's functions, and a statement on
+// task checks task's grants alone) is refused a partition: from then on
+// the repository sends its statements on task, planned per call.
 func (r *Repository) onTopic(db DB, topic, onTask string, onPartition partitioned, run func(sql string, generic bool) error) error {
-	if scopeOf(db) == own {
+	if scopeOf(db) == own && !r.partitionsDenied.Load() {
 		err := run(onPartition.on(r.schema, topic), true)
-		if !isCode(err, "42P01") { // undefined_table: a topic never initialized
+		switch {
+		case isCode(err, "42501"): // insufficient_privilege
+			r.partitionsDenied.Store(true)
+		case !isCode(err, "42P01"): // undefined_table: a topic never initialized
 			return err
 		}
 	}

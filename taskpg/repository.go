@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"sync"
+	syncatomic "sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,9 @@ type Repository struct {
 	capped      sync.Map  // topics found with a capacity: their pushes go through admit at once
 	limited     sync.Map  // topics found with limits: the pollMode of their polls
 	collation   collation // whether the database sorts by code point (find.go)
+	// partitionsDenied is set once the role was refused a topic's
+	// partition: statements go on task (see onTopic).
+	partitionsDenied syncatomic.Bool
 }
 
 // Option configures a Repository.
