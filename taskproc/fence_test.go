@@ -249,8 +249,11 @@ func TestAnOwnerWithoutASuccessorReleasesWhatItGaveUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := &recorder{}
-	c, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(cutOff), taskproc.WithHeartbeat(50*time.Millisecond),
-		taskproc.WithExpiry(300*time.Millisecond), taskproc.WithListener(events), taskproc.WithPause(50*time.Millisecond))
+	// An expiry of a second: its half bounds every statement, Start's
+	// registration too, which 150 ms did not leave room for beside CI's
+	// heavy tests.
+	c, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(cutOff), taskproc.WithHeartbeat(100*time.Millisecond),
+		taskproc.WithExpiry(time.Second), taskproc.WithListener(events), taskproc.WithPause(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
