@@ -366,6 +366,68 @@ func TestTaskpgApplicationRole(t *testing.T) {
 	everyCall(t, pgBackend(), taskpg.DB(pool))
 }
 
+// A topic's partition carries task's grants (migration 00017), so that
+// taskpg's statements on the partition (taskpg/partition.go) run for an
+// application role too: a topic created after the role's grants gives it
+// the partition at once; one created before, once the owner runs
+// task_grant_partitions(), as docs/operating.md says.
+func TestAPartitionCarriesTheGrantsOfTask(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dbURL := testdb.PostgresURL(t)
+	roleURL := roleURL(t, dbURL, "INSERT INTO task_topic (topic) VALUES ('before')", "CREATE ROLE {role} LOGIN")
+	u, err := url.Parse(roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := u.User.Username()
+	admin := testdb.Pool(t, dbURL, 2)
+	pool, err := pgxpool.New(ctx, roleURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	repo, err := taskpg.New("app")
+	if err == nil {
+		_, err = repo.Initialize(ctx, pool, "after")
+	}
+	if err != nil {
+		t.Fatalf("Initialize as the role: %v", err)
+	}
+	partition := func(topic string) (name string) {
+		t.Helper()
+		if err := admin.QueryRow(ctx, `SELECT format('public.%I', 'task_' || md5($1))`, topic).Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	granted := func(topic string) (ok bool) {
+		t.Helper()
+		err := admin.QueryRow(ctx, `SELECT has_table_privilege($1, $2, 'SELECT, INSERT, UPDATE, DELETE')`, role, partition(topic)).Scan(&ok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !granted("after") {
+		t.Errorf("the partition of a topic the role created lacks task's grants")
+	}
+	if granted("before") {
+		t.Fatalf("the partition of a topic created before the role's grants has them already: the test proves nothing")
+	}
+	var partitions int
+	if err := admin.QueryRow(ctx, "SELECT public.task_grant_partitions()").Scan(&partitions); err != nil {
+		t.Fatalf("task_grant_partitions(): %v", err)
+	}
+	if partitions != 2 || !granted("before") {
+		t.Errorf("task_grant_partitions() = %d (want 2), and the earlier partition has task's grants: %v", partitions, granted("before"))
+	}
+	// The role reads and writes the partition itself, as taskpg's own round trips do.
+	if _, err := pool.Exec(ctx, "UPDATE "+partition("before")+" SET state = state"); err != nil {
+		t.Errorf("the role on the partition: %v", err)
+	}
+}
+
 // A role granted its rights after a topic got its capacity has no rights on
 // the topic's sequences of tickets (given to the roles that could insert
 // tasks then): its pushes are admitted by counts, and the capacity holds.

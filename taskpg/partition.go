@@ -89,11 +89,12 @@ func partitionName(topic string) string {
 
 // onTopic runs run with the statement of a call on topic: on the topic's
 // partition (generic true) where db is a round trip of taskpg's own, and
-// on task otherwise, or when the topic has no partition. A role granted
-// task but not its partitions (the grants of docs/operating.md: the
-// partitions are created by the schema's functions, and a statement on
-// task checks task's grants alone) is refused a partition: from then on
-// the repository sends its statements on task, planned per call.
+// on task otherwise, or when the topic has no partition. A partition
+// carries task's grants (migration 00017), but a role granted task after
+// the partition was made, and before its owner ran
+// task_grant_partitions(), is refused it (a statement on task checks
+// task's grants alone): from then on the repository sends its statements
+// on task, planned per call.
 func (r *Repository) onTopic(db DB, topic, onTask string, onPartition partitioned, run func(sql string, generic bool) error) error {
 	if scopeOf(db) == own && !r.partitionsDenied.Load() {
 		err := run(onPartition.on(r.schema, topic), true)
