@@ -51,8 +51,16 @@ func groupCases[Tx any](cases map[string]suiteCase[Tx]) {
 			}()
 			return nil
 		}), taskproc.WithSize(7), taskproc.WithPollers(4), taskproc.WithSettleWindow(20*time.Millisecond)))
-		e.eventually("every task settled", func() bool {
-			return e.count(taskapi.Succeeded, taskapi.Failed, taskapi.Filtered) == n
+		// Each goroutine notes its tasks after its Complete returned, which
+		// may be after the database shows them settled.
+		e.eventually("every task settled and its Complete returned", func() bool {
+			mu.Lock()
+			returned := 0
+			for _, times := range decided {
+				returned += times
+			}
+			mu.Unlock()
+			return returned >= n && e.count(taskapi.Succeeded, taskapi.Failed, taskapi.Filtered) == n
 		})
 		mu.Lock()
 		defer mu.Unlock()
