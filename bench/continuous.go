@@ -164,10 +164,9 @@ func (b *bench) reportContinuous(scenario string, p pace, task, proc *result, ri
 	b.report.costs(scenario+"_taskproc", procName, proc, rivers, p.cpuTarget)
 	if p.rate == 0 {
 		b.report.backlog(scenario+"_taskproc", procName, proc, rivers)
-	} else {
-		b.report.statements(scenario, "taskproc", proc)
-		b.report.statements(scenario, "River", rivers.tuned)
 	}
+	b.report.statements(scenario, "taskproc", proc)
+	b.report.statements(scenario, "River", rivers.tuned)
 }
 
 // riverWindow is the settlement window of River's completer below 100

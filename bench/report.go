@@ -28,7 +28,7 @@ type Report struct {
 	Machine  Machine  `json:"machine"`
 	Notes    []string `json:"notes,omitempty"`
 	Figures  []Figure `json:"figures"`
-	// Statements are the statements of a task's life in the paced runs,
+	// Statements are the statements of a task's life in the continuous runs,
 	// for taskproc and tuned River (statements.go).
 	Statements []StatementRun `json:"statements,omitempty"`
 	// Failover is what the fault test of failovers measured (failover.go).

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The statements of a task's life (issue 24, point 1): over a paced run's
+// The statements of a task's life (issue 24, point 1): over a continuous run's
 // window and drain, pg_stat_statements tells what each statement of the
 // scenario's database cost the server, and the pool's wire counter
 // (wire.go) how many statements and round trips the side sent for it.

@@ -10,16 +10,16 @@ import (
 // the rest are summed up in one line.
 const docStatements = 12
 
-// statementBlocks renders the statements of each paced run as the block
-// statements_RATE (statements_100, statements_1k), both sides one after
-// the other.
+// statementBlocks renders the statements of each continuous run as the
+// block statements_RUN (statements_100, statements_1k, statements_flat),
+// both sides one after the other.
 func statementBlocks(r *Report) map[string]string {
 	blocks := map[string]string{}
-	for _, name := range []string{"statements_100", "statements_1k"} {
+	for _, name := range []string{"statements_100", "statements_1k", "statements_flat"} {
 		blocks[name] = "" // filled below, or said to be missing
 	}
 	for _, s := range r.Statements {
-		name := "statements_" + strings.TrimPrefix(s.Run, "continuous_paced_")
+		name := "statements_" + strings.TrimPrefix(strings.TrimPrefix(s.Run, "continuous_"), "paced_")
 		var buf bytes.Buffer
 		if blocks[name] == "" {
 			fmt.Fprintf(&buf, "Measured by `%s` in `bench/` on %s (%s).\n", r.Command, r.Date, statementsNote)

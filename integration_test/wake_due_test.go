@@ -81,7 +81,10 @@ func TestAWakeUpForReadyTasksReadsNoDueTime(t *testing.T) {
 	if got := repo.reads.Load(); got != before {
 		t.Errorf("three wake-ups for ready tasks read the due time %d times, want none", got-before)
 	}
-	soon := taskapi.Creation{Identifier: "later", NotBefore: time.Now().Add(500 * time.Millisecond)}
+	// Due in 3 s: a wake-up that came after the task was due would poll it
+	// by the due branch alone, with no reason to read the due time (under
+	// -race beside other packages, one came more than 500 ms late).
+	soon := taskapi.Creation{Identifier: "later", NotBefore: time.Now().Add(3 * time.Second)}
 	if _, err := producer.Push(t.Context(), pool, "t", taskapi.Append, soon); err != nil {
 		t.Fatal(err)
 	}

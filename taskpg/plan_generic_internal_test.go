@@ -139,7 +139,7 @@ func hotStatements(repo *Repository) []hotStatement {
 		}
 	}
 	return append(hot,
-		hotStatement{"complete", repo.q.complete, []any{"plan", []int64{1}, []int64{1}, []int16{3}, []string{"out"}, repo.owner, 1},
+		hotStatement{"complete", repo.q.completeOwn, []any{"plan", []int64{1}, []int64{1}, []int16{3}, []string{"out"}, repo.owner, 1},
 			repo.q.onPartition.complete},
 		hotStatement{"complete of one task", repo.q.completeOne, []any{"plan", int64(1), int16(3), "out", repo.owner},
 			repo.q.onPartition.completeOne})

@@ -233,7 +233,11 @@ func checkCompletePages(t *testing.T, e *explaining) {
 		completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Result(i % 4), Output: "out"}}
 	}
 	los, his, states, outputs, named := completeArgs(completions)
-	checkPagesIn(t, tx, e, planBatch, "complete", e.repo.q.complete, []any{"plan", los, his, states, outputs, e.repo.owner, named})
+	args := []any{"plan", los, his, states, outputs, e.repo.owner, named}
+	checkPagesIn(t, tx, e, planBatch, "complete", e.repo.q.completeOwn, args)
+	if e.conn == nil { // in a caller's transaction, planned for its arguments
+		checkPagesIn(t, tx, e, planBatch, "complete in a caller's transaction", e.repo.q.complete, args)
+	}
 	one := tasks[0].Sequence // the batch of one task, completed by completeOne
 	checkPagesIn(t, tx, e, 1, "complete of one task", e.repo.q.completeOne, []any{"plan", one, int16(taskapi.Succeeded), "out", e.repo.owner})
 }

@@ -3,11 +3,14 @@ package taskpg
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/taskrepo/taskrepo/internal/batch"
 	"github.com/taskrepo/taskrepo/internal/check"
@@ -241,12 +244,15 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 	}
 	los, his, states, outputs, named := completeArgs(completions)
 	statement, onPartition, args := r.q.complete, r.q.onPartition.complete, []any{topic, los, his, states, outputs, r.owner, named}
-	if named == 1 {
+	switch {
+	case named == 1:
 		statement, onPartition, args = r.q.completeOne, r.q.onPartition.completeOne, []any{topic, los[0], states[0], outputs[0], r.owner}
+	case scopeOf(db) == own:
+		statement = r.q.completeOwn
 	}
 	_, err := retrying(ctx, db, func() (struct{}, error) {
 		tag, err := r.completing(ctx, db, topic, statement, onPartition, args)
-		if err == nil && tag.RowsAffected() == 0 {
+		if err == nil && tag.RowsAffected() == 0 || shortCompletion(err) {
 			err = r.faults(ctx, db, r.q.completeFaults, topic, sequencesOf(los, his), taskapi.ErrNotActive, r.owner)
 		}
 		return struct{}{}, err
@@ -255,6 +261,13 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 		return wrapf(err, "complete tasks of %q", topic)
 	}
 	return nil
+}
+
+// shortCompletion reports whether err is completeOwn's failure for a task
+// that was not Active and this owner's.
+func shortCompletion(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, "taskrepo: not every task of the completion")
 }
 
 // completeArgs returns the arguments of the complete statement: the runs of

@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -258,6 +260,17 @@ func testComplete[Tx any](t *testing.T, b Backend[Tx]) {
 				t.Errorf("expired task is %v owned by %q, want EXPIRED owned by %q", info.State, info.Owner, ppcOther)
 			}
 		},
+		"ACompletionThatWaitedForAConcurrentChangeWritesNothing": func(t *testing.T) {
+			for _, inTx := range []bool{false, true} {
+				if inTx && b.SingleWriter {
+					continue // a caller's transaction begins only once the operator's has ended
+				}
+				p := ppcSetup(t, b, "t")
+				tasks := p.pushIDs("t", "a", "b", "c")
+				ppcWantTasks(t, "Poll", p.poll("t", 3), tasks)
+				completeWhileCancelling(t, p, tasks, tasks[1], inTx)
+			}
+		},
 		"MatchedBySequence": func(t *testing.T) {
 			p := ppcSetup(t, b, "t")
 			task := p.pushIDs("t", "a")[0]
@@ -303,4 +316,73 @@ func testComplete[Tx any](t *testing.T, b Backend[Tx]) {
 			}
 		},
 	})
+}
+
+// completeWhileCancelling completes tasks, all Active and p.repo's, on the
+// pool or, inTx, in a caller's transaction, while an operator's
+// transaction that cancels changed holds it: the completion waits for it,
+// and once the cancellation commits it fails whole with ErrNotActive
+// naming changed, as it would had it come after it, and a caller's
+// transaction stays usable. It may not write the tasks that stayed
+// Active, as a statement that wrote what still matched would.
+func completeWhileCancelling[Tx any](t *testing.T, p *ppcEnv[Tx], tasks []taskapi.Task, changed taskapi.Task, inTx bool) {
+	t.Helper()
+	begin := func() (Tx, func(bool) error) {
+		t.Helper()
+		tx, end, err := p.b.Begin(p.ctx, p.db)
+		if err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		return tx, end
+	}
+	operator := extension[taskapi.Canceller[Tx]](t, p.other()) // registered before the transaction
+	tx, end := begin()
+	if _, err := operator.Cancel(p.ctx, tx, "t", "meanwhile", changed.Sequence); err != nil {
+		_ = end(false)
+		t.Fatalf("Cancel in a transaction: %v", err)
+	}
+	db, endCaller := p.db, func(bool) error { return nil }
+	if inTx {
+		db, endCaller = begin()
+	}
+	completions := make([]taskapi.Completion, len(tasks))
+	for i, task := range tasks {
+		completions[i] = ppcDone(task, taskapi.Success, "late")
+	}
+	result := make(chan error, 1)
+	go func() { result <- p.repo.Complete(p.ctx, db, "t", completions...) }()
+	// Time for the completion to meet the held task; should it come
+	// later, it finds the task cancelled, and the outcome is the same.
+	time.Sleep(200 * time.Millisecond)
+	if err := end(true); err != nil {
+		t.Fatalf("commit of the cancellation: %v", err)
+	}
+	var err error
+	select {
+	case err = <-result:
+	case <-time.After(time.Minute):
+		t.Fatal("Complete still waits a minute after the transaction it waited for committed")
+	}
+	var se *taskapi.StateError
+	if !errors.Is(err, taskapi.ErrNotActive) || !errors.As(err, &se) || !slices.Equal(se.Sequences, []int64{changed.Sequence}) {
+		_ = endCaller(false)
+		t.Fatalf("Complete (in a transaction: %v) after a concurrent cancellation: %v, want ErrNotActive naming task %d", inTx, err, changed.Sequence)
+	}
+	rest := slices.DeleteFunc(slices.Clone(completions), func(c taskapi.Completion) bool { return c.Task == changed })
+	if err := p.repo.Complete(p.ctx, db, "t", rest...); err != nil { // in the caller's transaction, which goes on
+		_ = endCaller(false)
+		t.Fatalf("Complete of the tasks that stayed Active: %v", err)
+	}
+	if err := endCaller(true); err != nil {
+		t.Fatalf("commit of the caller's transaction: %v", err)
+	}
+	for _, task := range tasks {
+		info := p.info("t", task.Sequence)
+		switch {
+		case task == changed && info.State != taskapi.Cancelled:
+			t.Errorf("the cancelled task is %s, want CANCELLED", ppcFormat(info))
+		case task != changed && (info.State != taskapi.Succeeded || info.Output != "late"):
+			t.Errorf("task %d is %s, want it completed by the second call alone", task.Sequence, ppcFormat(info))
+		}
+	}
 }
