@@ -218,7 +218,10 @@ func (c *connection) schemaVersion(ctx context.Context) (current, latest int64, 
 		if ctx.Err() != nil {
 			return 0, 0, ctx.Err()
 		}
-		return 0, latest, nil // no version table: never migrated
+		if err := c.db.PingContext(ctx); err != nil {
+			return 0, 0, err // the database does not answer (serve's /healthz says so)
+		}
+		return 0, latest, nil // it answers, without a version table: never migrated
 	}
 	return v.Int64, latest, nil
 }

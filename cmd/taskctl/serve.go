@@ -137,7 +137,7 @@ func (a *app) openDashboard(ctx context.Context, cfg *web.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.Store, cfg.Database = reads, reads.Shown()
+	cfg.Store, cfg.Database, cfg.Schema = reads, reads.Shown(), reads.Schema
 	if a.readDatabase == "" || cfg.ReadOnly {
 		return nil
 	}
@@ -145,7 +145,7 @@ func (a *app) openDashboard(ctx context.Context, cfg *web.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg.Store, cfg.Reads = primary, reads
+	cfg.Store, cfg.Reads, cfg.Schema = primary, reads, primary.Schema
 	cfg.Database = fmt.Sprintf("%s (pages read from %s)", primary.Shown(), reads.Shown())
 	return nil
 }

@@ -50,6 +50,9 @@ type store interface {
 	PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error)
 	// Now reads the database's clock (taskapi.Clock).
 	Now(ctx context.Context) (time.Time, error)
+	// Schema returns the version of the database's taskrepo schema and
+	// the one this taskctl brings (serve's /healthz).
+	Schema(ctx context.Context) (current, latest int64, err error)
 	// Lookups finds the tasks of topic with the given sequences in one
 	// transaction, by sequence; a sequence with no task is left out.
 	Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error)
@@ -155,7 +158,11 @@ func in0[Tx any](ctx context.Context, b *backend[Tx], fn func(tx Tx) error) erro
 }
 
 func (b *backend[Tx]) Shown() string { return b.conn.shown }
-func (b *backend[Tx]) Close()        { b.conn.close() }
+
+func (b *backend[Tx]) Schema(ctx context.Context) (int64, int64, error) {
+	return b.conn.schemaVersion(ctx)
+}
+func (b *backend[Tx]) Close() { b.conn.close() }
 
 func (b *backend[Tx]) Topics(ctx context.Context) ([]string, error) {
 	return in(ctx, b, func(tx Tx) ([]string, error) { return b.repo.Topics(ctx, tx) })

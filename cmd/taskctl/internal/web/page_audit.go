@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
@@ -90,7 +91,12 @@ func auditParamsOf(params string) []auditParam {
 	}
 	var out []auditParam
 	for _, name := range slices.Sorted(maps.Keys(values)) {
-		for _, v := range paramStrings(values[name]) {
+		strs := paramStrings(values[name])
+		if name != "topic" && len(strs) > 1 {
+			out = append(out, auditParam{Name: name, Value: compact(strs)})
+			continue
+		}
+		for _, v := range strs {
 			p := auditParam{Name: name, Value: v}
 			if name == "topic" {
 				p.Link = topicLink(v)
@@ -99,6 +105,51 @@ func auditParamsOf(params string) []auditParam {
 		}
 	}
 	return out
+}
+
+// compact writes the values of one parameter in one line: runs of
+// consecutive integers as ranges (seq=1–500, 502) and runs of one value
+// as the value and its count (was=FAILED ×500). An action on a thousand
+// chosen tasks took a line per task, and the audit page 8,632 px for 32
+// entries.
+func compact(values []string) string {
+	var parts []string
+	for i := 0; i < len(values); {
+		if j := integerRun(values, i); j-i > 1 {
+			parts = append(parts, values[i]+"–"+values[j-1])
+			i = j
+			continue
+		}
+		j := i + 1
+		for j < len(values) && values[j] == values[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%s ×%d", values[i], j-i))
+		} else {
+			parts = append(parts, values[i])
+		}
+		i = j
+	}
+	return strings.Join(parts, ", ")
+}
+
+// integerRun returns the end of the run of consecutive integers that
+// starts at values[i] (i+1 when values[i] is not an integer).
+func integerRun(values []string, i int) int {
+	first, err := strconv.ParseInt(values[i], 10, 64)
+	if err != nil {
+		return i + 1
+	}
+	j := i + 1
+	for j < len(values) {
+		n, err := strconv.ParseInt(values[j], 10, 64)
+		if err != nil || n != first+int64(j-i) {
+			break
+		}
+		j++
+	}
+	return j
 }
 
 // paramStrings writes one parameter's value as strings: each of a list,

@@ -96,6 +96,10 @@ type Config struct {
 	// and the static files: as a session cookie got at /login, or as a
 	// bearer Authorization header.
 	Token string
+	// Schema, when set, reads the version of Store's taskrepo schema and
+	// the latest this taskctl brings, for /healthz (healthz.go); without
+	// it /healthz reads the database's clock to see that it answers.
+	Schema func(ctx context.Context) (current, latest int64, err error)
 	// Hosts are the host names served besides the loopback ones
 	// (localhost, 127.0.0.0/8, ::1), with any port (hosts.go). Without a
 	// Token only those are served, so that a page under a name that

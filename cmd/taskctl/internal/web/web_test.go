@@ -84,3 +84,28 @@ func TestHiddenCharactersAreMarked(t *testing.T) {
 		t.Errorf("named does not escape: %q", got)
 	}
 }
+
+func TestAuditParametersAreCompact(t *testing.T) {
+	for _, c := range []struct {
+		values []string
+		want   string
+	}{
+		{[]string{"1", "2", "3", "5", "7", "8"}, "1–3, 5, 7–8"},
+		{[]string{"FAILED", "FAILED", "FAILED", "READY"}, "FAILED ×3, READY"},
+		{[]string{"9", "9", "10"}, "9 ×2, 10"},
+		{[]string{"a", "1", "2", "b"}, "a, 1–2, b"},
+		{[]string{"-2", "-1", "0"}, "-2–0"},
+	} {
+		if got := compact(c.values); got != c.want {
+			t.Errorf("compact(%q) = %q, want %q", c.values, got, c.want)
+		}
+	}
+	params := auditParamsOf(`{"topic":"orders","seq":["1","2","3","4"],"was":["FAILED","FAILED","FAILED","FAILED"]}`)
+	var shown []string
+	for _, p := range params {
+		shown = append(shown, p.Name+"="+p.Value)
+	}
+	if want := []string{"seq=1–4", "topic=orders", "was=FAILED ×4"}; !slices.Equal(shown, want) {
+		t.Errorf("the parameters of an action on four tasks are shown as %q, want %q", shown, want)
+	}
+}
