@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net/url"
 	"strings"
 	"testing"
@@ -17,12 +16,7 @@ import (
 func TestBrowserAudit(t *testing.T) {
 	needBrowser(t)
 	db := sqliteURL(t)
-	a := &app{database: db, stdout: io.Discard, stderr: io.Discard}
-	s, err := a.open(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStoreOf(t, db)
 	seedDashboard(t, s, hostileTopic)
 	const sneaky = "mallory\u202egnp.exe"
 	if _, err := s.Record(t.Context(), taskapi.AuditEntry{Actor: sneaky, Origin: "cli", Action: "purge",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -19,12 +18,7 @@ import (
 func TestBrowserFailures(t *testing.T) {
 	needBrowser(t)
 	db := postgresURL(t)
-	a := &app{database: db, stdout: io.Discard, stderr: io.Discard}
-	s, err := a.open(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStoreOf(t, db)
 	timeouts := []taskapi.Task{
 		failNew(t, s, "orders", "order-1", "gateway timeout"),
 		failNew(t, s, "orders", "order-2", "gateway timeout"),

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -22,12 +21,7 @@ import (
 func TestBrowserDashboard(t *testing.T) {
 	needBrowser(t)
 	db := postgresURL(t)
-	a := &app{database: db, stdout: io.Discard, stderr: io.Discard}
-	s, err := a.open(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStoreOf(t, db)
 	seedDashboard(t, s, hostileTopic)
 	orders := seedOrders(t, s, 120, 30)
 	base := startServe(t, db, nil, "--refresh", "300ms", "--expiry", "1s")

@@ -57,22 +57,33 @@ func (a *app) deferTasks(cmd *cobra.Command, topic string, until time.Time, seqs
 	if err != nil {
 		return err
 	}
-	var n int64
+	var d ops.Deferral
 	if len(seqs) > 0 {
-		var tasks []taskapi.Task
-		if tasks, err = ops.LookupTasks(ctx, s, topic, seqs); err != nil {
+		var infos []taskapi.Info
+		if infos, err = ops.LookupInfos(ctx, s, topic, seqs); err != nil {
 			return err
 		}
-		if err = s.Defer(ctx, topic, until, tasks); err == nil {
-			n = int64(len(tasks))
+		// Named tasks are deferred all or none, as named (a task that is
+		// not READY refuses the call), but for those due later already.
+		tasks, later := ops.Movable(infos, until)
+		if d.Later = later; len(tasks) > 0 {
+			if err = s.Defer(ctx, topic, until, tasks); err == nil {
+				d.Deferred = int64(len(tasks))
+			}
 		}
 	} else {
-		n, err = ops.DeferSpan(ctx, s, topic, until, span)
+		d, err = ops.DeferSpan(ctx, s, topic, until, span)
 	}
-	a.audited(s, change{cmd: cmd, changed: n, bound: selectionBound(seqs, span),
-		outcome: fmt.Sprintf("deferred %d tasks of %q until %s", n, topic, until.UTC().Format(time.RFC3339))}, err)
+	outcome := fmt.Sprintf("deferred %d tasks of %q until %s", d.Deferred, topic, until.UTC().Format(time.RFC3339))
+	if d.Later > 0 {
+		outcome += fmt.Sprintf("; left %d due later already", d.Later)
+	}
+	a.audited(s, change{cmd: cmd, changed: d.Deferred, bound: selectionBound(seqs, span), outcome: outcome}, err)
 	if err != nil {
 		return err
 	}
-	return a.reportChange("deferred", topic, n)
+	if d.Later > 0 && !a.json {
+		a.printf("left %d tasks of %s as they were: due later than that already\n", d.Later, topic)
+	}
+	return a.reportChange("deferred", topic, d.Deferred)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -146,4 +147,17 @@ func mysqlURL(t testing.TB) string {
 	}
 	must(t, u.String(), "migrate")
 	return u.String()
+}
+
+// openStoreOf opens the store of database as a command does, closed when
+// t ends.
+func openStoreOf(t testing.TB, database string) store {
+	t.Helper()
+	a := &app{database: database, stdout: io.Discard, stderr: io.Discard}
+	s, err := a.open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }

@@ -16,29 +16,59 @@ import (
 // 1,000, 0.85 s in pages of 5,000).
 const DeferBatch = 5 * Batch
 
+// Deferral is what a deferral did: the tasks it deferred, and the tasks
+// it left as they were because they were due later already. A deferral
+// never brings a task sooner; until now (the zero time) does, as it says.
+type Deferral struct {
+	Deferred, Later int64
+}
+
 // DeferSpan defers every READY task of topic within span until until (zero:
 // pollable at once), DeferBatch tasks a transaction, leaving out those that
-// consumers claim meanwhile, and returns how many it deferred.
-func DeferSpan(ctx context.Context, s Store, topic string, until time.Time, span taskapi.Range) (int64, error) {
-	var n int64
+// consumers claim meanwhile and those due later than until already.
+func DeferSpan(ctx context.Context, s Store, topic string, until time.Time, span taskapi.Range) (Deferral, error) {
+	var d Deferral
 	ready := taskapi.Listing{States: []taskapi.State{taskapi.Ready}}
 	for cursor := span.From - 1; ; {
 		infos, err := s.Page(ctx, topic, ready, max(cursor, taskapi.Inception), DeferBatch, taskapi.Forward)
 		if err != nil {
-			return n, err
+			return d, err
 		}
-		tasks := make([]taskapi.Task, 0, len(infos))
-		for _, info := range infos {
-			if info.Sequence <= span.To {
-				tasks = append(tasks, info.Task)
-			}
+		infos = slices.DeleteFunc(infos, func(info taskapi.Info) bool { return info.Sequence > span.To })
+		page, err := DeferInfos(ctx, s, topic, until, infos)
+		if d.Deferred, d.Later = d.Deferred+page.Deferred, d.Later+page.Later; err != nil || len(infos) < DeferBatch {
+			return d, err
 		}
-		done, err := DeferReady(ctx, s, topic, until, tasks)
-		if n += int64(done); err != nil || len(tasks) < DeferBatch {
-			return n, err
-		}
-		cursor = tasks[len(tasks)-1].Sequence
+		cursor = infos[len(infos)-1].Sequence
 	}
+}
+
+// DeferInfos defers the tasks of infos, READY when read, until until,
+// leaving out those due later than until already and those a consumer
+// claimed meanwhile.
+func DeferInfos(ctx context.Context, s Store, topic string, until time.Time, infos []taskapi.Info) (Deferral, error) {
+	tasks, later := Movable(infos, until)
+	n, err := DeferReady(ctx, s, topic, until, tasks)
+	return Deferral{Deferred: int64(n), Later: later}, err
+}
+
+// Movable returns the tasks of infos that a deferral until until moves,
+// and how many READY ones it leaves as they are, due later already.
+func Movable(infos []taskapi.Info, until time.Time) (tasks []taskapi.Task, later int64) {
+	for _, info := range infos {
+		if dueLater(info, until) {
+			later++
+			continue
+		}
+		tasks = append(tasks, info.Task)
+	}
+	return tasks, later
+}
+
+// dueLater says whether a deferral until until leaves info as it is: a
+// READY task due later already. until zero (now) leaves none.
+func dueLater(info taskapi.Info, until time.Time) bool {
+	return info.State == taskapi.Ready && !until.IsZero() && info.NotBefore.After(until)
 }
 
 // DeferReady defers tasks that were READY when paged, leaving out those a

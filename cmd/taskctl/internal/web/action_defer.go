@@ -52,21 +52,42 @@ func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, er
 		p.None = e.none()
 		p.Lines = append([]string{sel.describe() + ":", fmt.Sprintf("%s would be %s.", e.tasks(), when)},
 			e.note("after the deferral")...)
+		p.Lines = append(p.Lines, laterLine(sel, at)...)
 		p.note(sel, e, "deferral")
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
-		n := int64(len(sel.infos))
+		var d ops.Deferral
 		switch {
 		case sel.byState:
-			n, err = ops.DeferSpan(ctx, s.cfg.Store, sel.topic, at, sel.span)
-		case n > 0:
-			err = s.cfg.Store.Defer(ctx, sel.topic, at, sel.tasks())
+			d, err = ops.DeferSpan(ctx, s.cfg.Store, sel.topic, at, sel.span)
+		case len(sel.infos) > 0:
+			d, err = ops.DeferInfos(ctx, s.cfg.Store, sel.topic, at, sel.infos)
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &outcome{Title: "Deferred", Back: p.Back, Changed: n,
-			Lines: append([]string{fmt.Sprintf("%s of %q are %s.", tasksWord(n), sel.topic, when)}, sel.skippedLines()...)}, nil
+		lines := []string{fmt.Sprintf("%s of %q are %s.", tasksWord(d.Deferred), sel.topic, when)}
+		if d.Later > 0 {
+			lines = append(lines, fmt.Sprintf("%s due later than that already were left as they are.", tasksWord(d.Later)))
+		}
+		return &outcome{Title: "Deferred", Back: p.Back, Changed: d.Deferred, Lines: append(lines, sel.skippedLines()...)}, nil
 	}
 	return p, nil
+}
+
+// laterLine says on a deferral's confirmation that the tasks due later
+// than at already are left as they are, a deferral never bringing a task
+// sooner: how many, of chosen tasks; of a range, the result page counts
+// them. None for a deferral until now.
+func laterLine(sel selection, at time.Time) []string {
+	switch {
+	case at.IsZero():
+		return nil
+	case sel.byState:
+		return []string{"Tasks due later than that already are left as they are (the result says how many)."}
+	}
+	if _, later := ops.Movable(sel.infos, at); later > 0 {
+		return []string{fmt.Sprintf("%s due later than that already would be left as they are.", tasksWord(later))}
+	}
+	return nil
 }
