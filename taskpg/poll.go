@@ -267,7 +267,7 @@ func (r *Repository) Complete(ctx context.Context, db DB, topic string, completi
 // that was not Active and this owner's.
 func shortCompletion(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, "taskrepo: not every task of the completion")
+	return errors.As(err, &pgErr) && pgErr.Code == "22P02" && strings.Contains(pgErr.Message, shortPrefix)
 }
 
 // completeArgs returns the arguments of the complete statement: the runs of

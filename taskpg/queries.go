@@ -317,9 +317,13 @@ SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner =
 
 // shortMark starts the text that completeOwn casts to a number, which
 // fails the statement, when it wrote fewer tasks than named: a failure
-// that undoes the statement and names itself in the server's log. A
-// function that raised would need a migration; the cast needs none.
-const shortMark = `'taskrepo: not every task of the completion was Active and this owner''s; tasks that were: '`
+// that undoes the statement and names itself in the server's log (and to
+// shortCompletion, by shortPrefix). A function that raised would need a
+// migration; the cast needs none.
+const (
+	shortPrefix = "taskrepo: not every task of the completion"
+	shortMark   = `'` + shortPrefix + ` was Active and this owner''s; tasks that were: '`
+)
 
 // Complete, Release, ReviveTasks, Reassign and Defer name tasks by ranges of
 // sequences ($2, $3). They lock the matching rows first (a locked row keeps

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
+	"time"
 )
 
 // healthReport is the body of /healthz. It names no topic, task or
@@ -24,13 +26,31 @@ type healthReport struct {
 	Latest     int64  `json:"latest_version,omitempty"`
 }
 
+// healthFresh is how long a report of /healthz is served again: the
+// endpoint needs no session, and a flood of requests may not take the
+// connections of the pages, at most a reading a second.
+const healthFresh = time.Second
+
+// healthCache keeps the last report of /healthz.
+type healthCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	report healthReport
+}
+
 // healthz answers GET /healthz for a load balancer or an orchestrator's
-// probe: 200 when the report's status is ok, 503 when it is failing. Each
-// database gets the read timeout of a page.
+// probe: 200 when the report's status is ok, 503 when it is failing. The
+// report is read within the read timeout of a page, and served again for
+// healthFresh (the requests meanwhile wait for the reading under way).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadTimeout)
-	defer cancel()
-	h := s.health(ctx)
+	s.health.mu.Lock()
+	if time.Since(s.health.at) >= healthFresh {
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadTimeout)
+		s.health.report, s.health.at = s.readHealth(ctx), time.Now()
+		cancel()
+	}
+	h := s.health.report
+	s.health.mu.Unlock()
 	status := http.StatusOK
 	if h.Status != "ok" {
 		status = http.StatusServiceUnavailable
@@ -41,10 +61,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(h)
 }
 
-// health reads the report of /healthz. The database's answer is the
+// readHealth reads the report of /healthz. The database's answer is the
 // read of its schema version (Config.Schema), or of its clock without
 // one; the failure itself goes to the log only.
-func (s *Server) health(ctx context.Context) healthReport {
+func (s *Server) readHealth(ctx context.Context) healthReport {
 	h := healthReport{Status: "ok", Database: "answers"}
 	answers := func(what string, err error) string {
 		if err == nil {

@@ -175,6 +175,7 @@ type Server struct {
 	sampler  *sampler
 	counts   *dbCounts // results windows counted in the database (counting.go)
 	filtered gate      // of the pages filtered by state or time window
+	health   healthCache
 	views    views
 	handler  http.Handler
 	log      *log.Logger
