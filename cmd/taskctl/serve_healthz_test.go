@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
@@ -48,17 +47,7 @@ func TestServeHealthz(t *testing.T) {
 	}
 	eventually := func(what string, ok func(int, healthz) bool) {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			status, h := read("127.0.0.1")
-			if ok(status, h) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("/healthz never said %s: %d %+v", what, status, h)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitFor(t, "/healthz says "+what, func() bool { return ok(read("127.0.0.1")) })
 	}
 	for _, host := range []string{"127.0.0.1", "dash.example", "10.1.2.3:8080"} {
 		status, h := read(host)

@@ -158,11 +158,11 @@ func in0[Tx any](ctx context.Context, b *backend[Tx], fn func(tx Tx) error) erro
 }
 
 func (b *backend[Tx]) Shown() string { return b.conn.shown }
+func (b *backend[Tx]) Close()        { b.conn.close() }
 
 func (b *backend[Tx]) Schema(ctx context.Context) (int64, int64, error) {
 	return b.conn.schemaVersion(ctx)
 }
-func (b *backend[Tx]) Close() { b.conn.close() }
 
 func (b *backend[Tx]) Topics(ctx context.Context) ([]string, error) {
 	return in(ctx, b, func(tx Tx) ([]string, error) { return b.repo.Topics(ctx, tx) })
