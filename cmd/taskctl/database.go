@@ -46,7 +46,11 @@ type limits struct {
 	application string // PostgreSQL: the application_name, unless the URL names one
 	// readOnly makes every transaction of the connections read-only, on
 	// the server (--read-database): a read that tried to write would fail
-	// there rather than write.
+	// there rather than write. On PostgreSQL each transaction begins READ
+	// ONLY (transactPG) rather than the session carrying
+	// default_transaction_read_only: a pooler in transaction mode
+	// (PgBouncer) refuses that startup parameter, and would drop it from
+	// its server connections if told to ignore it.
 	readOnly bool
 }
 
@@ -185,9 +189,6 @@ func openPool(ctx context.Context, t target) (*pgxpool.Pool, error) {
 	}
 	if _, named := cfg.ConnConfig.RuntimeParams["application_name"]; !named && t.application != "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = t.application
-	}
-	if t.readOnly {
-		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	return pgxpool.NewWithConfig(ctx, cfg)
 }

@@ -39,12 +39,18 @@ const queryCanceled = "57014"
 //     pgx would not send the ROLLBACK with a done context but close the
 //     connection.
 //
+// With readOnly (--read-database), every transaction begins READ ONLY.
+//
 // A connection closed costs the next call a new one, and the server's
 // first planning of the partitioned task table on it (40 ms at a thousand
 // topics).
-func transactPG(pool *pgxpool.Pool) func(ctx context.Context, fn func(tx taskpg.DB) error) error {
+func transactPG(pool *pgxpool.Pool, readOnly bool) func(ctx context.Context, fn func(tx taskpg.DB) error) error {
+	opts := pgx.TxOptions{}
+	if readOnly {
+		opts.AccessMode = pgx.ReadOnly
+	}
 	return func(ctx context.Context, fn func(tx taskpg.DB) error) error {
-		tx, err := pool.Begin(ctx)
+		tx, err := pool.BeginTx(ctx, opts)
 		if err != nil {
 			return err
 		}

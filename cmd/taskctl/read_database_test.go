@@ -167,3 +167,48 @@ func TestDashboardReadsFromAStandby(t *testing.T) {
 	wantTask(t, s, seq, taskapi.Cancelled, "")
 	wantAudited(t, s, n, "local", "dashboard", "cancel", 1)
 }
+
+// TestReadDatabaseThroughPgBouncer gives --read-database a URL through a
+// PgBouncer in transaction mode, which refuses startup parameters it does
+// not know: the reading commands, top and the dashboard's pages answer
+// through it, and its transactions stay read-only there, each begun READ
+// ONLY, so that a write on the read store fails and changes nothing.
+func TestReadDatabaseThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	direct := postgresURL(t)
+	bouncer := testdb.PgBouncerURL(t, direct)
+	must(t, direct, "topic", "init", "orders")
+	must(t, direct, "push", "-t", "orders", "order-1", "order-2")
+	for line, want := range map[string]string{
+		"list -t orders":    "order-2",
+		"count -t orders":   "READY",
+		"topic list":        "orders",
+		"top --once --json": `"orders"`,
+		"audit":             "topic init",
+	} {
+		out := must(t, nowhere, append([]string{"--read-database", bouncer}, strings.Fields(line)...)...)
+		if !strings.Contains(out, want) {
+			t.Errorf("taskctl %s through PgBouncer lacks %q:\n%s", line, want, out)
+		}
+	}
+
+	a := &app{readDatabase: bouncer, stdout: io.Discard, stderr: io.Discard}
+	defer a.closeStores()
+	reads, err := a.openReads(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reads.Push(t.Context(), "orders", taskapi.Append, []taskapi.Creation{{Identifier: "order-3"}}); err == nil {
+		t.Errorf("a push on the read store through PgBouncer succeeded")
+	}
+	if out := must(t, direct, "list", "-t", "orders"); strings.Contains(out, "order-3") {
+		t.Errorf("the read store through PgBouncer pushed a task:\n%s", out)
+	}
+
+	d := serveApp(t, &app{database: direct, readDatabase: bouncer, stdout: io.Discard, stderr: io.Discard, limits: serveLimits(defaultServePool)},
+		web.Config{Refresh: 100 * time.Millisecond})
+	br := newBrowser(t, d.url)
+	if p := br.page("/topic?topic=orders"); !strings.Contains(p, "order-1") {
+		t.Errorf("the topic's page through PgBouncer lacks its task:\n%s", p)
+	}
+}

@@ -118,7 +118,7 @@ func operatorName() string {
 // newStore returns the store of an open connection.
 func newStore(c *connection) (store, error) {
 	if c.dialect == migrations.Postgres {
-		return newBackend(c, taskpg.DB(c.pool), transactPG(c.pool), func(owner string) (repository[taskpg.DB], error) {
+		return newBackend(c, taskpg.DB(c.pool), transactPG(c.pool, c.readOnly), func(owner string) (repository[taskpg.DB], error) {
 			return taskpg.New(owner)
 		})
 	}
