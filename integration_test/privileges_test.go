@@ -322,6 +322,12 @@ func applicationRoleURL(t *testing.T, before ...string) string {
 // the role. The role is dropped when t ends.
 func roleURL(t *testing.T, dbURL string, statements ...string) string {
 	t.Helper()
+	return grantedRoleURL(t, dbURL, postgresGrants, statements...)
+}
+
+// grantedRoleURL is roleURL with grants instead of the rights README lists.
+func grantedRoleURL(t *testing.T, dbURL string, grants []string, statements ...string) string {
+	t.Helper()
 	ctx := t.Context()
 	role := "app_" + strings.ToLower(rand.Text()[:10])
 	admin, err := sql.Open("pgx", dbURL)
@@ -342,7 +348,7 @@ func roleURL(t *testing.T, dbURL string, statements ...string) string {
 			}
 		}
 	})
-	for _, statement := range append(statements, postgresGrants...) {
+	for _, statement := range append(statements, grants...) {
 		exec(statement)
 	}
 	u, err := url.Parse(dbURL)

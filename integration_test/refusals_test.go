@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"strings"
@@ -271,5 +272,80 @@ func requireMariaDB(t *testing.T, db *sql.DB) {
 	}
 	if !strings.Contains(version, "MariaDB") {
 		t.Skipf("the server is MySQL %s: the test needs MariaDB", version)
+	}
+}
+
+// A role that may only read: every call that writes fails with
+// taskapi.ErrPermission, the server's refusal in the chain, and changes
+// nothing; every call that reads succeeds (conformance.ReadOnly).
+
+// readerGrants let a PostgreSQL role read every table of the schema, and
+// nothing more.
+var readerGrants = []string{
+	"GRANT USAGE ON SCHEMA public TO {role}",
+	"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}",
+}
+
+// TestTaskpgReaderRole checks taskpg's calls as a role granted SELECT
+// alone: the writes fail with SQLSTATE 42501 (insufficient_privilege).
+func TestTaskpgReaderRole(t *testing.T) {
+	t.Parallel()
+	var dbURL string
+	b := pgBackend()
+	b.Open = func(t *testing.T) taskpg.DB { dbURL = testdb.PostgresURL(t); return testdb.Pool(t, dbURL, 16) }
+	conformance.ReadOnly(t, b, func(t *testing.T, _ taskpg.DB) taskpg.DB {
+		return testdb.Pool(t, grantedRoleURL(t, dbURL, readerGrants, "CREATE ROLE {role} LOGIN"), 4)
+	}, wantDenied("42501"))
+}
+
+// TestTaskansiPostgresReaderRole is TestTaskpgReaderRole for taskansi on
+// PostgreSQL.
+func TestTaskansiPostgresReaderRole(t *testing.T) {
+	t.Parallel()
+	var dbURL string
+	b := ansiBackend(taskansi.Postgres, func(t *testing.T) *sql.DB { dbURL = testdb.PostgresURL(t); return ansiPostgres(t, dbURL) })
+	conformance.ReadOnly(t, b, func(t *testing.T, _ taskansi.DB) taskansi.DB {
+		return ansiPostgres(t, grantedRoleURL(t, dbURL, readerGrants, "CREATE ROLE {role} LOGIN"))
+	}, wantDenied("42501"))
+}
+
+// TestTaskansiMySQLReaderUser checks taskansi's calls as a MySQL or
+// MariaDB user granted SELECT alone on the database: the writes fail with
+// ER_TABLEACCESS_DENIED_ERROR (1142).
+func TestTaskansiMySQLReaderUser(t *testing.T) {
+	t.Parallel()
+	var cfg *mysql.Config
+	b := ansiBackend(taskansi.MySQL, func(t *testing.T) *sql.DB {
+		cfg = testdb.MySQLConfig(t)
+		db := openMySQL(t, cfg)
+		if err := migrations.Up(t.Context(), db, migrations.MySQL); err != nil {
+			t.Fatal(err)
+		}
+		return db
+	})
+	conformance.ReadOnly(t, b, func(t *testing.T, _ taskansi.DB) taskansi.DB {
+		name := "reader_" + strings.ToLower(rand.Text()[:10])
+		user := "'" + name + "'@'%'"
+		testdb.MySQLAdminExec(t, "CREATE USER "+user+" IDENTIFIED BY 'reader'")
+		t.Cleanup(func() { testdb.MySQLAdminExec(t, "DROP USER IF EXISTS "+user) })
+		testdb.MySQLAdminExec(t, "GRANT SELECT ON `"+cfg.DBName+"`.* TO "+user)
+		reader := cfg.Clone()
+		reader.User, reader.Passwd = name, "reader"
+		return openMySQL(t, reader)
+	}, wantDenied("1142"))
+}
+
+// wantDenied accepts the error of a call that the server refused for a
+// privilege the role lacks: code in the chain, as taskapi.ErrPermission
+// alone.
+func wantDenied(code string) func(t *testing.T, call string, err error) {
+	return func(t *testing.T, call string, err error) {
+		t.Helper()
+		if !hasCode(err, code) {
+			t.Errorf("%s denied: error = %v, want %s in the chain", call, err, code)
+		}
+		if !errors.Is(err, taskapi.ErrPermission) || errors.Is(err, taskapi.ErrUnavailable) {
+			t.Errorf("%s denied: error = %v, want %v and no %v", call, err, taskapi.ErrPermission, taskapi.ErrUnavailable)
+		}
 	}
 }

@@ -46,6 +46,12 @@ var mysqlUnavailable = map[uint16]bool{
 	3024: true, 1969: true,
 }
 
+// mysqlDenied holds the MySQL and MariaDB error numbers of a privilege
+// the user lacks: ER_DBACCESS_DENIED_ERROR (1044), ER_TABLEACCESS_DENIED_ERROR
+// (1142), ER_COLUMNACCESS_DENIED_ERROR (1143), ER_SPECIFIC_ACCESS_DENIED_ERROR
+// (1227), ER_PROCACCESS_DENIED_ERROR (1370).
+var mysqlDenied = map[uint16]bool{1044: true, 1142: true, 1143: true, 1227: true, 1370: true}
+
 // mapError maps the errors of the databases that have a meaning in taskapi to
 // its sentinels, keeping the driver's error in the chain. It knows the
 // drivers by the shape of their errors, so that the package imports none: a
@@ -89,6 +95,8 @@ func classify(err error) error {
 		return taskapi.ErrConflict
 	case mysqlUnavailable[n]:
 		return taskapi.ErrUnavailable
+	case mysqlDenied[n]:
+		return taskapi.ErrPermission
 	case n != 0: // another error of the server's
 		return nil
 	}

@@ -104,6 +104,10 @@ func TestMapError(t *testing.T) {
 		{codeError(sqliteBusy | 2<<8), taskapi.ErrConflict}, // SQLITE_BUSY_SNAPSHOT
 		{&MySQLError{Number: mysqlDeadlock}, taskapi.ErrConflict},
 		{fmt.Errorf("in a savepoint: %w", &MySQLError{Number: mysqlLockWaitTimeout}), taskapi.ErrConflict},
+		{sqlStateError("42501"), taskapi.ErrPermission},
+		{&MySQLError{Number: 1142}, taskapi.ErrPermission},
+		{&MySQLError{Number: 1044}, taskapi.ErrPermission},
+		{&MySQLError{Number: 1227}, taskapi.ErrPermission},
 	} {
 		if got := mapError(c.err); !errors.Is(got, c.want) || !errors.Is(got, c.err) {
 			t.Errorf("mapError(%v) = %v, want %v wrapping it", c.err, got, c.want)
@@ -168,8 +172,8 @@ func TestMapErrorUnavailable(t *testing.T) {
 	for _, err := range []error{
 		fmt.Errorf("%w (the server stopped the statement: %w)", context.Canceled, sqlStateError("57014")),
 		fmt.Errorf("%w: %w", context.DeadlineExceeded, reset),
-		&MySQLError{Number: 1062}, &MySQLError{Number: 1142}, &MySQLError{Number: 1044}, // access denied
-		sqlStateError("28P01"), sqlStateError("25P02"), sqlStateError("42501"), codeError(10), // SQLITE_IOERR
+		&MySQLError{Number: 1062}, &MySQLError{Number: 1045}, // access denied at login: no privilege of a call
+		sqlStateError("28P01"), sqlStateError("25P02"), codeError(10), // SQLITE_IOERR
 	} {
 		if got := mapError(err); got != err {
 			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)

@@ -82,7 +82,7 @@
 //
 // Conditions that callers branch on are reported with the sentinel errors
 // [ErrUnknownTopic], [ErrUnknownOwner], [ErrNotActive], [ErrStateMismatch],
-// [ErrInvalidArgument], [ErrConflict] and [ErrUnavailable]; test for them
+// [ErrInvalidArgument], [ErrConflict], [ErrUnavailable] and [ErrPermission]; test for them
 // with errors.Is. A [*StateError], reached with errors.As, names the tasks
 // that made a Complete, ReviveTasks or Reassign fail.
 //

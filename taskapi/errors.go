@@ -46,6 +46,13 @@ var (
 	// the statement in time: its error wraps ErrUnavailable besides the
 	// context's error.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrPermission reports that the database refused the call's role or
+	// user a privilege the call needs (PostgreSQL 42501; MySQL 1044, 1142,
+	// 1143, 1227, 1370): the call changed nothing, and the driver's error in
+	// the chain names the privilege and the table. It is no failure of the
+	// database: the same call fails so until an administrator grants the
+	// privilege (docs/operating.md lists the grants of an application role).
+	ErrPermission = errors.New("permission denied")
 )
 
 // StateError names the tasks that made a call fail because they were not in

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -137,4 +140,63 @@ func (l *lockedLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestServeDeniedActions serves PostgreSQL as a role that may read every
+// table but write none of the tasks' (issue 42: a pause answered 500, a
+// purge 200 "deleted 0"). Every action answers alike: 403, the privilege
+// the database refused named, nothing changed; the attempt is in the
+// audit log when the role may write it, and the page says that its record
+// failed when it may not.
+func TestServeDeniedActions(t *testing.T) {
+	dbURL := postgresURL(t)
+	owner := startDashboard(t, dbURL, web.Config{Refresh: 100 * time.Millisecond})
+	tasks := seedDashboard(t, owner.store, "orders")
+	before := stateCounts(t, owner.store, "orders")
+	ready := fmt.Sprintf("seq=%d&seq=%d", tasks[12].Sequence, tasks[13].Sequence)
+	failed := fmt.Sprintf("seq=%d&seq=%d", tasks[2].Sequence, tasks[3].Sequence)
+	attempts := []struct{ action, path string }{
+		{"activation", "/action/activation?topic=orders&to=PAUSED"},
+		{"capacity", "/action/capacity?topic=orders&capacity=1000"},
+		{"limits", "/action/limits?topic=orders&active=10&per_identifier=1"},
+		{"revive", "/action/revive?topic=orders&state=FAILED"},
+		{"reassign", "/action/reassign?topic=orders&result=SUCCESS&" + failed},
+		{"defer", "/action/defer?topic=orders&state=READY&for=1h"},
+		{"cancel", "/action/cancel?topic=orders&" + ready},
+		{"purge", "/action/purge?topic=orders&state=FAILED"},
+	}
+	deny := func(br *browser, path string) string {
+		t.Helper()
+		confirm := br.page(path)
+		action, _, _ := strings.Cut(path, "?")
+		r := br.post(action, confirmForm(t, confirm))
+		if r.status != http.StatusForbidden || !strings.Contains(r.body, "permission denied for table task") ||
+			!strings.Contains(r.body, "Nothing changed") {
+			t.Errorf("POST %s as a role that may not write: %d, want 403 naming the privilege and that nothing changed:\n%s", path, r.status, r.body)
+		}
+		return r.body
+	}
+
+	audited := append(slices.Clone(readOnlyGrants), "GRANT INSERT ON task_audit TO {role}")
+	recorder := startDashboard(t, roleURL(t, dbURL, audited), web.Config{Refresh: 100 * time.Millisecond})
+	br := newBrowser(t, recorder.url)
+	for _, a := range attempts {
+		n := len(auditEntries(t, owner.store))
+		deny(br, a.path)
+		entries := auditEntries(t, owner.store)
+		if len(entries) != n+1 || entries[0].Action != a.action || entries[0].Changed != 0 ||
+			!strings.Contains(entries[0].Outcome, "denied") {
+			t.Errorf("the denied %s is not in the audit log as denied: %+v", a.action, entries[:min(len(entries), 1)])
+		}
+	}
+
+	reader := startDashboard(t, roleURL(t, dbURL, readOnlyGrants), web.Config{Refresh: 100 * time.Millisecond})
+	if body := deny(newBrowser(t, reader.url), attempts[0].path); !strings.Contains(body, "Its audit record failed too") {
+		t.Errorf("a denied action whose record failed does not say so:\n%s", body)
+	}
+
+	wantCounts(t, owner.store, "orders", before)
+	if a, _ := owner.store.Activations(t.Context()); a["orders"] == taskapi.Paused {
+		t.Errorf("a denied pause paused the topic")
+	}
 }

@@ -37,9 +37,13 @@ import (
 //   - ErrInvalidArgument: text the caller sent that the database cannot
 //     store (character_not_in_repertoire 22021, untranslatable_character
 //     22P05, string_data_right_truncation 22001). Arguments are validated
-//     before any SQL, so these are the last line.
+//     before any SQL, so these are the last line;
+//   - ErrPermission: the role lacks a privilege (insufficient_privilege
+//     42501).
 func State(code string) error {
 	switch code {
+	case "42501":
+		return taskapi.ErrPermission
 	case "40001", "40P01", "55P03":
 		return taskapi.ErrConflict
 	case "57P01", "57P02", "57P03", "57P05", "53300", "25P03", "57014", "25006":

@@ -38,8 +38,9 @@ func TestState(t *testing.T) {
 		"53300": taskapi.ErrUnavailable, "57014": taskapi.ErrUnavailable,
 		"25006": taskapi.ErrUnavailable, "25P03": taskapi.ErrUnavailable, "57P05": taskapi.ErrUnavailable,
 		"22021": taskapi.ErrInvalidArgument, "22P05": taskapi.ErrInvalidArgument, "22001": taskapi.ErrInvalidArgument,
+		"42501": taskapi.ErrPermission,
 		"23505": nil, "23514": nil, "22P02": nil, "53200": nil, "28P01": nil, "": nil, "0": nil,
-		"25000": nil, "25001": nil, "25P02": nil, "57000": nil, "57P04": nil, "53000": nil, "42501": nil,
+		"25000": nil, "25001": nil, "25P02": nil, "57000": nil, "57P04": nil, "53000": nil, "42502": nil,
 	} {
 		if got := fault.State(code); got != want {
 			t.Errorf("State(%q) = %v, want %v", code, got, want)

@@ -115,6 +115,9 @@ func (s *Server) purge(ctx context.Context, topic string, states []taskapi.State
 		return &outcome{Title: "Purged", Back: back, Lines: []string{"nothing to purge: no task matched."}}, err
 	}
 	purged, err := ops.PurgeChunked(ctx, s.cfg.Store, topic, taskapi.Range{From: first, To: last}, states, settled, n, func(int64) {})
+	if err != nil && purged == 0 {
+		return nil, err
+	}
 	o := &outcome{Title: "Purged", Back: back, Changed: purged,
 		Lines: []string{fmt.Sprintf("deleted %s of %q (sequences %d to %d).", tasksWord(purged), topic, first, last)}}
 	if err != nil {

@@ -61,6 +61,9 @@ func (s *Server) purgeChosen(ctx context.Context, sel selection, states []taskap
 			break
 		}
 	}
+	if err != nil && purged == 0 {
+		return nil, err
+	}
 	o := &outcome{Title: "Purged", Back: topicLink(sel.topic), Changed: purged,
 		Lines: []string{fmt.Sprintf("deleted %s of the %s of %q named by sequence.", tasksWord(purged), tasksWord(int64(len(sel.infos))), sel.topic)}}
 	if left := int64(len(sel.infos)) - purged; left > 0 && err == nil {

@@ -95,9 +95,9 @@ func (s *Server) doHandler(a action) http.HandlerFunc {
 		}
 		o, err := p.run(r.Context())
 		s.sampler.poke()
-		s.recordAction(r, a.name, p, o, err)
+		audit := s.recordAction(r, a.name, p, o, err)
 		if err != nil {
-			s.fail(w, r, err)
+			s.failAudited(w, r, err, audit)
 			return
 		}
 		s.render(w, r, http.StatusOK, "done", frame{Title: o.Title, Data: o})

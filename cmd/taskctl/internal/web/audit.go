@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -74,30 +75,43 @@ func checkLabel(name string) string {
 
 // recordAction records an action that ran: who, what (the values of the
 // POST), the bound among them, what it changed and said, and its error
-// when it stopped on one after it changed something; an action that
-// failed having changed nothing records nothing, as bad input changes
-// nothing. The action stands whatever becomes of the record; a record
-// that fails is logged and said on the result page (o.AuditFailure).
-func (s *Server) recordAction(r *http.Request, name string, p *plan, o *outcome, runErr error) {
-	if runErr != nil && (o == nil || o.Changed == 0) {
-		return
+// when it stopped on one after it changed something. An action that the
+// database refused for a privilege is recorded as denied, since who tried
+// what matters there; any other action that failed having changed nothing
+// records nothing, as bad input changes nothing. The action stands
+// whatever becomes of the record; a record that fails is logged and said
+// on the result page (o.AuditFailure) or the error page: recordAction
+// returns what to say then, "" when the record was written or none was due.
+func (s *Server) recordAction(r *http.Request, name string, p *plan, o *outcome, runErr error) string {
+	denied := errors.Is(runErr, taskapi.ErrPermission)
+	if runErr != nil && (o == nil || o.Changed == 0) && !denied {
+		return ""
 	}
 	entry := taskapi.AuditEntry{Actor: s.actor(r), Origin: auditOrigin, Action: name,
 		Params: auditParams(p.Hidden), Bound: auditBound(p.Hidden)}
 	if o != nil {
 		entry.Changed, entry.Outcome = o.Changed, strings.Join(o.Lines, " ")
 	}
-	if runErr != nil {
+	switch {
+	case denied && entry.Changed == 0:
+		entry.Outcome = "denied: " + runErr.Error()
+	case runErr != nil:
 		entry.Outcome = strings.TrimSpace(entry.Outcome + " failed: " + runErr.Error())
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), auditWrite)
 	defer cancel()
 	if _, err := s.cfg.Store.Record(ctx, entry); err != nil {
-		s.log.Printf("audit record of %s by %q failed (the action stands): %v", name, entry.Actor, err)
-		if o != nil {
-			o.AuditFailure = fmt.Sprintf("The change above stands, but its audit record failed: %v", err)
+		s.log.Printf("audit record of %s by %q failed: %v", name, entry.Actor, err)
+		if runErr != nil && entry.Changed == 0 {
+			return fmt.Sprintf("Its audit record failed too: %v", err)
 		}
+		failure := fmt.Sprintf("The change above stands, but its audit record failed: %v", err)
+		if o != nil {
+			o.AuditFailure = failure
+		}
+		return failure
 	}
+	return ""
 }
 
 // auditParams writes the values of an action's form as a JSON object.

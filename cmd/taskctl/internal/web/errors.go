@@ -49,6 +49,9 @@ func statusOf(err error) (int, string) {
 		return http.StatusNotFound, err.Error()
 	case errors.Is(err, taskapi.ErrStateMismatch):
 		return http.StatusConflict, err.Error()
+	case errors.Is(err, taskapi.ErrPermission):
+		return http.StatusForbidden, "the database refused a privilege that this needs: " + err.Error() +
+			". Nothing changed. docs/operating.md lists the grants of a role that acts from the dashboard."
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "the request was cancelled: " + err.Error()
 	}
@@ -60,10 +63,17 @@ type errorData struct {
 	Status  int
 	Text    string // the status's text
 	Message string
+	Audit   string // that the audit record of a refused action failed
 }
 
 // fail answers with the error page of err.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	s.failAudited(w, r, err, "")
+}
+
+// failAudited is fail for an action whose audit record failed (audit:
+// why).
+func (s *Server) failAudited(w http.ResponseWriter, r *http.Request, err error, audit string) {
 	err = s.timedOut(w, r, err)
 	status, msg := statusOf(err)
 	if status >= 500 {
@@ -71,6 +81,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	s.render(w, r, status, "error", frame{
 		Title: http.StatusText(status),
-		Data:  errorData{Status: status, Text: http.StatusText(status), Message: msg},
+		Data:  errorData{Status: status, Text: http.StatusText(status), Message: msg, Audit: audit},
 	})
 }
