@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -16,19 +17,28 @@ import (
 // The flags of cancel.
 const (
 	identifierFlag = "identifier"
+	prefixFlag     = "prefix"
 	reasonFlag     = "reason"
+)
+
+// cancelChunk is how many tasks found by a prefix one transaction
+// cancels; findPage how many one read of them finds.
+const (
+	cancelChunk = 1000
+	findPage    = 500
 )
 
 // cancelSequencesArg names cancel's sequences in the audit log.
 const cancelSequencesArg = "sequence"
 
-// cancelCommand is 'cancel TOPIC SEQUENCE... [--reason TEXT]' and
-// 'cancel TOPIC --identifier ID [--reason TEXT]' (taskapi.Canceller).
+// cancelCommand is 'cancel TOPIC SEQUENCE... [--reason TEXT]',
+// 'cancel TOPIC --identifier ID [--reason TEXT]' and 'cancel TOPIC
+// --prefix TEXT [--reason TEXT]' (taskapi.Canceller).
 func (a *app) cancelCommand() *cobra.Command {
-	var identifier, reason string
+	var identifier, prefix, reason string
 	c := &cobra.Command{
-		Use:   "cancel TOPIC (SEQUENCE... | --identifier ID) [--reason TEXT]",
-		Short: "Cancel tasks for good: READY or ACTIVE ones by sequence, or every READY task of an identifier",
+		Use:   "cancel TOPIC (SEQUENCE... | --identifier ID | --prefix TEXT) [--reason TEXT]",
+		Short: "Cancel tasks for good: READY or ACTIVE ones by sequence, or every READY task of an identifier or a prefix of identifiers",
 		Long: `cancel ends tasks of a topic before they run, or while they run; a cancelled
 task is CANCELLED for good: never polled, retried or revived again, its
 output says "cancelled" (and ": " and the --reason given), and its
@@ -38,18 +48,25 @@ With sequences it cancels those of the tasks that are READY (deferred ones
 included) or ACTIVE; an ACTIVE task's owner is refused its result from
 then on, and taskproc cancels its handler's context. With --identifier it cancels
 every READY task of that identifier, and its ACTIVE tasks run on (cancel
-them by sequence). A task in another state, or not in the topic, is left
-as it is: cancelling nothing is not an error. It prints the tasks it
-cancelled, whether each was running and by which owner.`,
+them by sequence). With --prefix it does the same for every identifier
+that starts with the text, byte for byte (a tenant whose tasks carry
+identifiers of their own, tenant-42/...): the READY tasks it finds, a
+thousand to a transaction; a task pushed after it looked is left, and so
+is one polled meanwhile. It names the ACTIVE tasks of the prefix, which
+run on. A task in another state, or not in the topic, is left as it is:
+cancelling nothing is not an error. It prints the tasks it cancelled,
+whether each was running and by which owner.`,
 		Example: `  taskctl cancel orders 1234 1240 --reason "customer left"
   taskctl cancel orders --identifier tenant-42
+  taskctl cancel orders --prefix tenant-42/ --reason "tenant left"
   taskctl cancel orders 1234 --json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.cancel(cmd, args[0], args[1:], identifier, reason)
+			return a.cancel(cmd, args[0], args[1:], cancelled{identifier: identifier, prefix: prefix, reason: reason})
 		},
 	}
 	c.Flags().StringVar(&identifier, identifierFlag, "", "cancel every READY task of this identifier, instead of tasks by sequence")
+	c.Flags().StringVar(&prefix, prefixFlag, "", "cancel every READY task whose identifier starts with this text, instead of tasks by sequence")
 	c.Flags().StringVar(&reason, reasonFlag, "", "why: it goes into the output of the tasks (\"cancelled: TEXT\")")
 	return c
 }
@@ -71,30 +88,39 @@ type cancelReport struct {
 	// Left are the sequences given that were not cancelled: not READY or
 	// ACTIVE, or not in the topic.
 	Left []int64 `json:"left,omitempty"`
+	// Running are the ACTIVE tasks of a prefix, which run on.
+	Running []int64 `json:"running,omitempty"`
 }
 
+// cancelled is what cancel was asked to cancel besides sequences: the
+// READY tasks of an identifier or of a prefix, with a reason.
+type cancelled struct{ identifier, prefix, reason string }
+
 // cancel cancels the tasks of topic given as seqs, or the READY tasks of
-// identifier, exactly one of the two, and records it in the audit log.
-func (a *app) cancel(cmd *cobra.Command, topic string, given []string, identifier, reason string) error {
-	byIdentifier := cmd.Flags().Changed(identifierFlag)
+// an identifier or of a prefix, exactly one of the three, and records it
+// in the audit log.
+func (a *app) cancel(cmd *cobra.Command, topic string, given []string, what cancelled) error {
+	byIdentifier, byPrefix := cmd.Flags().Changed(identifierFlag), cmd.Flags().Changed(prefixFlag)
 	switch {
-	case byIdentifier && len(given) > 0:
-		return usagef("give sequences or --identifier, not both")
-	case byIdentifier && identifier == "":
+	case byIdentifier && byPrefix, (byIdentifier || byPrefix) && len(given) > 0:
+		return usagef("give sequences, --identifier or --prefix: one of them")
+	case byIdentifier && what.identifier == "":
 		return usagef("--identifier is empty: give the identifier whose READY tasks to cancel")
-	case !byIdentifier && len(given) == 0:
-		return usagef("say which tasks: give their sequences after the topic, or --identifier ID")
+	case byPrefix && what.prefix == "":
+		return usagef("--prefix is empty: it would name every task; give the start of the identifiers whose READY tasks to cancel")
+	case !byIdentifier && !byPrefix && len(given) == 0:
+		return usagef("say which tasks: give their sequences after the topic, --identifier ID or --prefix TEXT")
 	}
 	seqs, err := parseSequences(given)
 	if err != nil {
 		return err
 	}
-	if !byIdentifier && len(seqs) == 0 {
-		return usagef("say which tasks: give their sequences after the topic, or --identifier ID")
+	if len(given) > 0 && len(seqs) == 0 {
+		return usagef("say which tasks: give their sequences after the topic, --identifier ID or --prefix TEXT")
 	}
 	slices.Sort(seqs)
 	seqs = slices.Compact(seqs)
-	if err := ops.CheckReason("--reason", reason); err != nil {
+	if err := ops.CheckReason("--reason", what.reason); err != nil {
 		return err
 	}
 	ctx := cmd.Context()
@@ -102,29 +128,77 @@ func (a *app) cancel(cmd *cobra.Command, topic string, given []string, identifie
 	if err != nil {
 		return err
 	}
-	var cancelled []taskapi.Cancellation
+	var (
+		done    []taskapi.Cancellation
+		running []int64
+	)
 	c := change{cmd: cmd, topics: []string{topic}}
-	if byIdentifier {
-		cancelled, err = s.CancelIdentifier(ctx, topic, identifier, reason)
-		c.bound = fmt.Sprintf("the READY tasks of identifier %q", identifier)
-	} else {
-		cancelled, err = s.Cancel(ctx, topic, reason, seqs)
+	switch {
+	case byIdentifier:
+		done, err = s.CancelIdentifier(ctx, topic, what.identifier, what.reason)
+		c.bound = fmt.Sprintf("the READY tasks of identifier %q", what.identifier)
+	case byPrefix:
+		var found int
+		done, running, found, err = cancelPrefix(ctx, s, topic, what.prefix, what.reason)
+		c.bound = fmt.Sprintf("the %d READY tasks of identifiers starting with %q that it found", found, what.prefix)
+	default:
+		done, err = s.Cancel(ctx, topic, what.reason, seqs)
 		c.args, c.bound = map[string]any{cancelSequencesArg: seqs}, selectionBound(seqs, taskapi.Unbounded)
 	}
-	c.changed = int64(len(cancelled))
-	c.outcome = fmt.Sprintf("cancelled %d tasks of %q", len(cancelled), topic)
+	c.changed = int64(len(done))
+	c.outcome = fmt.Sprintf("cancelled %d tasks of %q", len(done), topic)
 	a.audited(s, c, err)
 	if err != nil {
 		return err
 	}
-	return a.reportCancelled(topic, seqs, cancelled)
+	return a.reportCancelled(topic, seqs, done, running)
+}
+
+// cancelPrefix cancels the READY tasks of topic whose identifiers start
+// with prefix, as it finds them: each only while it is still READY,
+// cancelChunk to a transaction. It returns those it cancelled, the ACTIVE
+// tasks of the prefix (which run on) and how many READY tasks it found;
+// after an error, what it cancelled before.
+func cancelPrefix(ctx context.Context, s store, topic, prefix, reason string) (done []taskapi.Cancellation, running []int64, found int, err error) {
+	var ready []int64
+	search := taskapi.Search{Identifier: prefix}
+	for cursor := taskapi.MaxSequence; ; {
+		infos, err := s.Find(ctx, topic, search, cursor, findPage)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		for _, info := range infos {
+			switch cursor = info.Sequence; info.State {
+			case taskapi.Ready:
+				ready = append(ready, info.Sequence)
+			case taskapi.Active:
+				running = append(running, info.Sequence)
+			}
+		}
+		if len(infos) < findPage {
+			break
+		}
+	}
+	slices.Sort(ready)
+	slices.Sort(running)
+	for chunk := range slices.Chunk(ready, cancelChunk) {
+		confirmed := make(map[int64]taskapi.State, len(chunk))
+		for _, seq := range chunk {
+			confirmed[seq] = taskapi.Ready
+		}
+		cancelled, err := s.CancelIn(ctx, topic, reason, confirmed)
+		if done = append(done, cancelled...); err != nil {
+			return done, running, len(ready), err
+		}
+	}
+	return done, running, len(ready), nil
 }
 
 // reportCancelled prints the tasks cancelled, and how many; seqs are the
-// sequences given, if any.
-func (a *app) reportCancelled(topic string, seqs []int64, cancelled []taskapi.Cancellation) error {
+// sequences given, if any, running the ACTIVE tasks of a prefix.
+func (a *app) reportCancelled(topic string, seqs []int64, cancelled []taskapi.Cancellation, running []int64) error {
 	slices.SortFunc(cancelled, func(x, y taskapi.Cancellation) int { return cmp.Compare(x.Task.Sequence, y.Task.Sequence) })
-	r := cancelReport{Topic: topic, Tasks: len(cancelled), Cancelled: make([]cancelledJSON, len(cancelled))}
+	r := cancelReport{Topic: topic, Tasks: len(cancelled), Cancelled: make([]cancelledJSON, len(cancelled)), Running: running}
 	done := map[int64]bool{}
 	for i, c := range cancelled {
 		r.Cancelled[i] = cancelledJSON{Sequence: c.Task.Sequence, Identifier: c.Task.Identifier,
@@ -163,6 +237,9 @@ func (a *app) reportCancelled(topic string, seqs []int64, cancelled []taskapi.Ca
 	}
 	if len(r.Left) > 0 {
 		a.printf("left as they are (not READY or ACTIVE, or not in %s): %s\n", topic, joinSequences(r.Left))
+	}
+	if len(running) > 0 {
+		a.printf("ACTIVE tasks of the prefix run on (cancel them by sequence): %s\n", joinSequences(running))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,10 +25,14 @@ func TestCancelRefusesBadInput(t *testing.T) {
 		args []string
 	}{
 		{"no topic", exitUsage, "requires at least 1 arg(s)", []string{"cancel"}},
-		{"no tasks", exitUsage, "say which tasks: give their sequences after the topic, or --identifier ID", []string{"cancel", "orders"}},
+		{"no tasks", exitUsage, "say which tasks: give their sequences after the topic, --identifier ID or --prefix TEXT", []string{"cancel", "orders"}},
 		{"only commas", exitUsage, "say which tasks", []string{"cancel", "orders", ","}},
-		{"both ways", exitUsage, "give sequences or --identifier, not both", []string{"cancel", "orders", "1", "--identifier", "a"}},
+		{"both ways", exitUsage, "give sequences, --identifier or --prefix: one of them", []string{"cancel", "orders", "1", "--identifier", "a"}},
+		{"prefix and sequences", exitUsage, "one of them", []string{"cancel", "orders", "1", "--prefix", "a"}},
+		{"prefix and identifier", exitUsage, "one of them", []string{"cancel", "orders", "--identifier", "a", "--prefix", "a"}},
 		{"empty identifier", exitUsage, "--identifier is empty", []string{"cancel", "orders", "--identifier", ""}},
+		{"empty prefix", exitUsage, "--prefix is empty: it would name every task", []string{"cancel", "orders", "--prefix", ""}},
+		{"prefix not UTF-8", exitUsage, "not valid UTF-8", []string{"cancel", "orders", "--prefix", "bad \xff"}},
 		{"bad sequence", exitUsage, `sequence "x1" is not a positive whole number`, []string{"cancel", "orders", "x1"}},
 		{"zero sequence", exitUsage, `sequence "0" is not a positive whole number`, []string{"cancel", "orders", "1", "0"}},
 		{"negative sequence", exitUsage, "unknown shorthand flag: '1' in -1", []string{"cancel", "orders", "-1"}},
@@ -62,7 +67,8 @@ type cancelJSON struct {
 		Running    bool    `json:"running"`
 		Owner      *string `json:"owner"`
 	} `json:"cancelled"`
-	Left []int64 `json:"left"`
+	Left    []int64 `json:"left"`
+	Running []int64 `json:"running"`
 }
 
 // TestCancelCommand cancels a READY task and an ACTIVE one by sequence,
@@ -146,6 +152,43 @@ func cancelCommand(t *testing.T, db string) {
 	if n := len(listed(t, db, "-t", "orders", "--state", "cancelled")); n != 5 {
 		t.Errorf("list --state cancelled lists %d tasks, want 5", n)
 	}
+	cancelByPrefix(t, db)
+}
+
+// cancelByPrefix is TestCancelCommand's --prefix on the database db, whose
+// topic orders holds one ACTIVE task: a tenant of 1,203 tasks with
+// identifiers of their own (more than a read and a transaction hold),
+// one of them ACTIVE, beside identifiers that only look alike; % and _
+// in a prefix match themselves.
+func cancelByPrefix(t *testing.T, db string) {
+	tenant := make([]string, 1203)
+	for i := range tenant {
+		tenant[i] = fmt.Sprintf("tenant-042/%04d", i)
+	}
+	must(t, db, "push", "-t", "orders", "tenant-0420/x", "tenant-04/x", "a%b/1", "axb/1")
+	for chunk := range slices.Chunk(tenant, 400) {
+		must(t, db, append([]string{"push", "-t", "orders"}, chunk...)...)
+	}
+	running := hold(t, db, "worker-3", "orders", 1) // tenant-0420/x, the oldest READY
+	audited := len(cliAudit(t, db, "--limit", "1000"))
+	got := decode[cancelJSON](t, must(t, db, "cancel", "orders", "--prefix", "tenant-042", "--reason", "tenant left", "--json"))
+	if got.Tasks != 1203 || len(got.Running) != 1 || got.Running[0] != running[0].Sequence {
+		t.Errorf("cancel --prefix tenant-042 cancelled %d tasks, running %v; want 1203 and task %d running", got.Tasks, got.Running, running[0].Sequence)
+	}
+	for _, c := range got.Cancelled {
+		if !strings.HasPrefix(c.Identifier, "tenant-042/") || c.Was != "READY" {
+			t.Errorf("cancel --prefix tenant-042 cancelled %+v", c)
+		}
+	}
+	wantCLIAudited(t, db, audited, "cancel", 1203, `"prefix":"tenant-042"`, `"reason":"tenant left"`)
+	if e := cliAudit(t, db, "--limit", "1")[0]; e.Bound != `the 1203 READY tasks of identifiers starting with "tenant-042" that it found` {
+		t.Errorf("bound of cancel --prefix = %q", e.Bound)
+	}
+	out := must(t, db, "cancel", "orders", "--prefix", "a%")
+	if !strings.Contains(out, "cancelled 1 task of orders") || !strings.Contains(out, "a%b/1") || strings.Contains(out, "axb/1") {
+		t.Errorf("cancel --prefix a%% printed %q; want a%%b/1 alone", out)
+	}
+	wantStates(t, db, "orders", map[string]int64{"ACTIVE": 2, "CANCELLED": 1209, "READY": 2})
 }
 
 // wantLines fails t unless out has exactly the lines of want, each as

@@ -197,3 +197,65 @@ func wantCancelRefused(t *testing.T, br *browser, s store, active int64, n int) 
 		t.Errorf("refused cancellations were audited: %d entries, want %d", got, n)
 	}
 }
+
+// TestServeCancelMany cancels a tenant whose tasks carry identifiers of
+// their own (issue 42: Cancel took one exact identifier): from what a
+// search by prefix found, READY and ACTIVE alike, and from the tasks
+// selected on a topic's page. The actions name the tasks by sequence and
+// state, so that a task pushed after the search, or polled after it, is
+// left as it is.
+func TestServeCancelMany(t *testing.T) {
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			s, br := d.store, newBrowser(t, d.url)
+			if _, err := s.Initialize(t.Context(), "orders"); err != nil {
+				t.Fatal(err)
+			}
+			var creations []taskapi.Creation
+			for i := range 12 {
+				creations = append(creations, taskapi.Creation{Identifier: fmt.Sprintf("tenant-042/%02d", i)})
+			}
+			creations = append(creations, taskapi.Creation{Identifier: "tenant-0420/x"}, taskapi.Creation{Identifier: "other"})
+			pushed, err := s.Push(t.Context(), "orders", taskapi.Append, creations)
+			if err != nil {
+				t.Fatal(err)
+			}
+			consumeOn(t, s, "worker", "orders", 1, false) // tenant-042/00 ACTIVE
+
+			page := br.page("/search?topic=orders&identifier=tenant-042/")
+			cancel := buttonLinks(t, page, `every task found</th></tr></thead>`, "cancel")
+			if len(cancel) != 1 || !strings.Contains(page, "Cancel 12 READY or ACTIVE…") {
+				t.Fatalf("no cancellation of the 12 tasks found:\n%s", page)
+			}
+			late, err := s.Push(t.Context(), "orders", taskapi.Append, []taskapi.Creation{{Identifier: "tenant-042/late"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			consumeOn(t, s, "worker-2", "orders", 1, false) // tenant-042/01, found READY, polled since
+			done := act(t, br, cancel[0], "tenant-042/11")
+			if !strings.Contains(done, "cancelled 11 tasks") {
+				t.Errorf("the cancellation of what was found says:\n%s", done)
+			}
+			states := map[int64]string{pushed[0].Sequence: "CANCELLED", pushed[1].Sequence: "ACTIVE",
+				pushed[12].Sequence: "READY", pushed[13].Sequence: "READY", late[0].Sequence: "READY"}
+			for _, task := range pushed[2:12] {
+				states[task.Sequence] = "CANCELLED"
+			}
+			wantTaskStates(t, s, "orders", states)
+
+			chosen := url.Values{"topic": {"orders"}, "how": {"reset"},
+				"seq": {fmt.Sprint(pushed[12].Sequence), fmt.Sprint(late[0].Sequence)}}
+			done = act(t, br, "/action/cancel?"+chosen.Encode(), "tenant-042/late")
+			if !strings.Contains(done, "cancelled 2 tasks") {
+				t.Errorf("the cancellation of the selected tasks says:\n%s", done)
+			}
+			states[pushed[12].Sequence], states[late[0].Sequence] = "CANCELLED", "CANCELLED"
+			wantTaskStates(t, s, "orders", states)
+			if page := br.page("/topic?topic=orders"); !strings.Contains(page, `formaction="/action/cancel"`) {
+				t.Errorf("the topic's page offers no cancellation of the selected tasks:\n%s", page)
+			}
+		})
+	}
+}

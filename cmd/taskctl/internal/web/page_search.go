@@ -34,10 +34,10 @@ type searchData struct {
 // actions on all of it: each action names the tasks it can take by
 // sequence, so that it changes those and no other.
 type foundTopic struct {
-	Topic                          string
-	Count                          int64
-	Revivable, Ready, Finished     int64
-	Revive, Reassign, Defer, Purge string
+	Topic                                   string
+	Count                                   int64
+	Revivable, Ready, Cancellable, Finished int64
+	Revive, Reassign, Defer, Cancel, Purge  string
 }
 
 // searchPage finds tasks by a prefix of their identifier or reference, in
@@ -131,12 +131,17 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 
 // foundLinks returns the actions on what a search found in topic: revive
 // and reassign of those in EXPIRED to SUCCEEDED, defer of the READY ones,
-// purge of the finished ones (FAILED to CANCELLED) in the states they
-// were found in.
+// cancel of the READY and ACTIVE ones, each while in the state it was
+// found in, purge of the finished ones (FAILED to CANCELLED) in the states
+// they were found in.
 func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 	var revivable, ready, finished []int64
 	var states []taskapi.State
+	var cancellable []taskapi.Info
 	for _, info := range infos {
+		if info.State == taskapi.Ready || info.State == taskapi.Active {
+			cancellable = append(cancellable, info)
+		}
 		if info.State.Revivable() {
 			revivable = append(revivable, info.Sequence)
 		}
@@ -154,8 +159,16 @@ func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 	named := func(seqs []int64) url.Values { return url.Values{"topic": {topic}, "seq": seqValues(seqs)} }
 	purge := named(finished)
 	purge["in"] = stateNames(states)
+	// The states go in the order of the sequences, ascending, as a
+	// selection pairs them.
+	slices.SortFunc(cancellable, func(a, b taskapi.Info) int { return cmp.Compare(a.Sequence, b.Sequence) })
+	cancel := url.Values{"topic": {topic}}
+	for _, info := range cancellable {
+		cancel.Add("seq", itoa(info.Sequence))
+		cancel.Add(wasField, info.State.String())
+	}
 	return foundTopic{Topic: topic, Count: int64(len(infos)),
-		Revivable: int64(len(revivable)), Ready: int64(len(ready)), Finished: int64(len(finished)),
+		Revivable: int64(len(revivable)), Ready: int64(len(ready)), Cancellable: int64(len(cancellable)), Finished: int64(len(finished)),
 		Revive: link("/action/revive", named(revivable)), Reassign: link("/action/reassign", named(revivable)),
-		Defer: link("/action/defer", named(ready)), Purge: link("/action/purge", purge)}
+		Defer: link("/action/defer", named(ready)), Cancel: link("/action/cancel", cancel), Purge: link("/action/purge", purge)}
 }
