@@ -85,7 +85,7 @@ func browseHostile(b *tab, base string) {
 	if len(states) != 10 || strings.Join(states, "") != strings.Repeat("FAILED", 10) {
 		t.Errorf("filtered on FAILED, the page shows %q", states)
 	}
-	b.click(`table.tasks tbody a[href^="/task"]`)
+	b.click(`table.tasks tbody tr:last-child a[href^="/task"]`) // newest first: the hostile task, the oldest, is last
 	if id := b.text(".fields dd.text a"); id != hostileIdentifier {
 		t.Errorf("the identifier shows as %q, want %q", id, hostileIdentifier)
 	}
@@ -94,7 +94,8 @@ func browseHostile(b *tab, base string) {
 	}
 }
 
-// browsePages pages through orders forward and back, and to either end.
+// browsePages pages through orders, newest first, forward and back and
+// to either end, then oldest first from the Sequence column's heading.
 func browsePages(b *tab, base string, orders []int64) {
 	t := b.t
 	want := func(what string, first, n int) {
@@ -105,24 +106,34 @@ func browsePages(b *tab, base string, orders []int64) {
 		}
 	}
 	b.open(base + "/topic?topic=orders")
-	want("first page", 0, 50)
+	want("first page", 119, 50)
 	b.click(`nav.pager a[rel=next]`)
-	want("second page", 50, 50)
+	want("second page", 69, 50)
 	b.click(`nav.pager a[rel=next]`)
-	want("third page", 100, 20)
+	want("third page", 19, 20)
 	if next := b.texts(`nav.pager a[rel=next]`); len(next) != 0 {
 		t.Errorf("the last page links to a next one")
 	}
 	b.click(`nav.pager a[rel=prev]`)
-	want("back to the second page", 50, 50)
+	want("back to the second page", 69, 50)
 	b.click(`nav.pager a[rel=prev]`)
-	want("back to the first page", 0, 50)
+	want("back to the first page", 119, 50)
 	b.click(`nav.pager a:last-child`)
-	want("last page", 70, 50)
+	want("last page", 49, 50)
 	b.click(`nav.pager a:first-child`)
-	want("first page again", 0, 50)
+	want("first page again", 119, 50)
 	b.open(base + "/topic?topic=orders&since=1h&limit=10")
-	want("a time window", 0, 10)
+	want("a time window", 119, 10)
+
+	b.open(base + "/topic?topic=orders")
+	b.click(`table.tasks thead th.num a`)
+	want("oldest first", 0, 50)
+	b.click(`nav.pager a[rel=next]`)
+	want("oldest first, second page", 50, 50)
+	b.click(`nav.pager a:last-child`)
+	want("oldest first, last page", 70, 50)
+	b.click(`table.tasks thead th.num a`)
+	want("newest first again", 119, 50)
 }
 
 // browseCapacity sets the capacity of orders through its button, the
@@ -200,7 +211,7 @@ func browseActions(b *tab, base string, s store, orders []int64) {
 	browseCapacity(b, base, s)
 	browseLimits(b, base, s)
 
-	b.open(base + "/topic?topic=orders&state=FAILED")
+	b.open(base + "/topic?topic=orders&state=FAILED&order=oldest")
 	b.tick(`table.tasks tbody tr:nth-child(1) input[name=seq]`)
 	b.tick(`table.tasks tbody tr:nth-child(2) input[name=seq]`)
 	b.click(`#selected button[formaction="/action/revive"]`)
@@ -217,7 +228,7 @@ func browseActions(b *tab, base string, s store, orders []int64) {
 	confirm(b, "8 tasks would be set to SUCCEEDED")
 	wantStatesOf(t, s, orders[2:10], taskapi.Succeeded)
 
-	b.open(base + "/topic?topic=orders&state=READY")
+	b.open(base + "/topic?topic=orders&state=READY&order=oldest")
 	b.tick(`table.tasks tbody tr:nth-child(1) input[name=seq]`)
 	b.click(`#selected button[formaction="/action/defer"]`)
 	b.set(`input[name=for]`, "2h")

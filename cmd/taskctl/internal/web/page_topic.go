@@ -45,9 +45,17 @@ type listQuery struct {
 	since, until          time.Time // the window of creation times; zero: open
 	sinceText, untilText  string    // as given
 	after, before         int64     // a cursor: after going forward, before going backward
-	last                  bool      // the last page: backward from the end
+	last                  bool      // the last page in the order shown: the oldest tasks, or the newest with oldest
+	oldest                bool      // oldest first (order=oldest); newest first by default
 	limit                 int
 }
+
+// The orders of a topic's page (order=): by sequence, the one order that
+// an index serves on every backend with any filter.
+const (
+	orderNewest = "newest"
+	orderOldest = "oldest"
+)
 
 // filtered reports whether q filters by state or by a window of creation
 // times: the reads that wait at the gate of such pages (gate.go).
@@ -82,6 +90,13 @@ func parseList(ctx context.Context, store Store, f form, now time.Time) (q listQ
 		return q, err
 	}
 	q.last = f.text("last") != ""
+	switch order := f.text("order"); order {
+	case "", orderNewest:
+	case orderOldest:
+		q.oldest = true
+	default:
+		return q, badRequest("order %q: give %s or %s", order, orderNewest, orderOldest)
+	}
 	if (q.after > 0) && (q.before > 0 || q.last) || q.before > 0 && q.last {
 		return q, badRequest("give one place to start from: after, before or last")
 	}
@@ -103,6 +118,9 @@ func (q listQuery) values() url.Values {
 	if q.limit != pageSize {
 		v.Set("limit", strconv.Itoa(q.limit))
 	}
+	if q.oldest {
+		v.Set("order", orderOldest)
+	}
 	return v
 }
 
@@ -121,10 +139,16 @@ func (q listQuery) listing() taskapi.Listing {
 	return taskapi.Listing{States: q.states, Identifier: q.identifier, Reference: q.reference}
 }
 
-// forward says whether the page is read in ascending sequences.
-func (q listQuery) forward() bool { return q.before == 0 && !q.last }
+// fromNewest says whether a page without a cursor starts at the newest
+// task (of the window): the first page newest first, the last oldest first.
+func (q listQuery) fromNewest() bool { return q.last == q.oldest }
 
-// read reads the page: limit tasks from its start, in ascending order,
+// forward says whether the page is read in ascending sequences.
+func (q listQuery) forward() bool {
+	return q.after > 0 || q.before == 0 && !q.fromNewest()
+}
+
+// read reads the page: limit tasks from its start, in the order shown,
 // and whether more follow in the direction it was read. Only Page, which
 // walks an index from the start (after a seek of the start of a time
 // window); nothing is counted.
@@ -135,9 +159,9 @@ func (q listQuery) read(ctx context.Context, store Store) (infos []taskapi.Info,
 		infos, err = store.Page(ctx, q.topic, listing, q.after, size, taskapi.Forward)
 	case q.before > 0:
 		infos, err = store.Page(ctx, q.topic, listing, q.before, size, taskapi.Backward)
-	case q.last && !q.until.IsZero():
+	case !q.forward() && !q.until.IsZero():
 		infos, err = q.pageAt(ctx, store, q.until, taskapi.Backward)
-	case q.last:
+	case !q.forward():
 		infos, err = store.Page(ctx, q.topic, listing, taskapi.MaxSequence, size, taskapi.Backward)
 	case !q.since.IsZero():
 		infos, err = q.pageAt(ctx, store, q.since, taskapi.Forward)
@@ -151,7 +175,7 @@ func (q listQuery) read(ctx context.Context, store Store) (infos []taskapi.Info,
 	if more = len(infos) > q.limit; more {
 		infos = infos[:q.limit]
 	}
-	if !q.forward() {
+	if q.forward() != q.oldest {
 		slices.Reverse(infos)
 	}
 	return infos, more, nil
@@ -205,6 +229,7 @@ type topicData struct {
 	First      string
 	Prev, Next string
 	Last       string
+	Resort     string // the link to the first page in the other order
 	ReadOnly   bool
 	Query      url.Values // the filters, for the forms of actions
 	// CancelReady offers to cancel the READY tasks the page shows when it
@@ -228,7 +253,7 @@ type filterForm struct {
 	Identifier, Reference string
 	Since, Until          string
 	Limit                 int
-	Forward               bool
+	Oldest                bool // oldest first
 	Filtered              bool
 }
 
@@ -257,7 +282,7 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	d := s.topicFigures(q.topic)
 	d.Tasks, d.ReadOnly, d.Query = rowsOf(q.topic, infos), s.cfg.ReadOnly, q.values()
 	d.Filter = filterForm{States: map[taskapi.State]bool{}, Identifier: q.identifier, Reference: q.reference,
-		Since: q.sinceText, Until: q.untilText, Limit: q.limit, Forward: q.forward()}
+		Since: q.sinceText, Until: q.untilText, Limit: q.limit, Oldest: q.oldest}
 	for _, st := range q.states {
 		d.Filter.States[st] = true
 	}
@@ -272,26 +297,39 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "topic", frame{Title: q.topic, Nav: "topics", Data: d})
 }
 
-// pageLinks sets the links to the first, previous, next and last pages.
+// pageLinks sets the links to the first, previous, next and last pages,
+// in the order shown: the previous page holds newer tasks newest first,
+// older ones oldest first.
 func (s *Server) pageLinks(ctx context.Context, q listQuery, infos []taskapi.Info, more bool, d *topicData) error {
 	d.First, d.Last = q.at("", ""), q.at("last", "1")
+	other := q
+	other.oldest = !q.oldest
+	d.Resort = other.at("", "")
 	if len(infos) == 0 {
 		return nil
 	}
-	first, last := infos[0].Sequence, infos[len(infos)-1].Sequence
+	lo, hi := infos[0].Sequence, infos[len(infos)-1].Sequence
+	if !q.oldest {
+		lo, hi = hi, lo
+	}
 	older, newer := more && !q.forward(), more && q.forward()
 	var err error
-	if !older && (q.after > 0 || !q.since.IsZero() || q.last || q.before > 0) {
-		older, err = q.beyond(ctx, s.cfg.Reads, first, taskapi.Backward)
+	if fromStart := q.forward() && q.after == 0 && q.since.IsZero(); !older && !fromStart {
+		older, err = q.beyond(ctx, s.cfg.Reads, lo, taskapi.Backward)
 	}
 	if err == nil && !newer && !q.forward() {
-		newer, err = q.beyond(ctx, s.cfg.Reads, last, taskapi.Forward)
+		newer, err = q.beyond(ctx, s.cfg.Reads, hi, taskapi.Forward)
 	}
+	var olderLink, newerLink string
 	if older {
-		d.Prev = q.at("before", strconv.FormatInt(first, 10))
+		olderLink = q.at("before", strconv.FormatInt(lo, 10))
 	}
 	if newer {
-		d.Next = q.at("after", strconv.FormatInt(last, 10))
+		newerLink = q.at("after", strconv.FormatInt(hi, 10))
+	}
+	d.Prev, d.Next = olderLink, newerLink
+	if !q.oldest {
+		d.Prev, d.Next = newerLink, olderLink
 	}
 	return err
 }
