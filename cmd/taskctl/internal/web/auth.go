@@ -140,7 +140,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, withSession(r, s.startSession(w, r, "")))
 			return
 		}
-		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !wantsJSON(r) {
 			to := url.Values{"next": {r.URL.RequestURI()}}
 			if signed {
 				to.Set("ended", "1")
@@ -150,6 +150,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		}
 		if signed {
 			s.refuse(w, r, "your session has ended (logged out, idle or too old): log in again; nothing was changed")
+			return
+		}
+		if wantsJSON(r) {
+			s.refuse(w, r, "this dashboard needs its token: give it in an Authorization: Bearer header")
 			return
 		}
 		s.refuse(w, r, "log in first: this dashboard needs its token")

@@ -79,6 +79,10 @@ func (s *Server) failAudited(w http.ResponseWriter, r *http.Request, err error, 
 	if status >= 500 {
 		s.log.Printf("%s %s: %v", r.Method, r.URL.Path, err)
 	}
+	if wantsJSON(r) {
+		s.writeJSON(w, status, apiError{Status: status, Error: msg, Audit: audit})
+		return
+	}
 	s.render(w, r, status, "error", frame{
 		Title: http.StatusText(status),
 		Data:  errorData{Status: status, Text: http.StatusText(status), Message: msg, Audit: audit},

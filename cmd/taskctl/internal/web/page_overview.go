@@ -55,12 +55,12 @@ type figures struct {
 	All               int
 	Prev, Next        string
 	Alive             int
-	Attention         []attention // the flagged topics, of every page, attentionListed at most
-	Flagged           int         // the flagged topics in all
-	AttentionMore     int         // flagged beyond those listed
-	Throughput        template.HTML
-	Wait              template.HTML
-	Ready             template.HTML
+	Attention         []attention   // the flagged topics, of every page, attentionListed at most
+	Flagged           int           // the flagged topics in all
+	AttentionMore     int           // flagged beyond those listed
+	Throughput        template.HTML `json:"-"` // drawings: the JSON API leaves them out
+	Wait              template.HTML `json:"-"`
+	Ready             template.HTML `json:"-"`
 }
 
 // overviewData is the overview page.

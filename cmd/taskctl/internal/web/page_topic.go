@@ -222,7 +222,7 @@ type topicData struct {
 	Counts     []stateCount
 	CountedAt  time.Time
 	Done       int64
-	Charts     []template.HTML
+	Charts     []template.HTML `json:"-"` // drawings: the JSON API leaves them out
 	Filter     filterForm
 	States     []taskapi.State
 	Tasks      []taskRow

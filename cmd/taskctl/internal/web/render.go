@@ -67,6 +67,10 @@ type frame struct {
 
 // render writes the page name with data, in the layout, with status.
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name string, f frame) {
+	if wantsJSON(r) {
+		s.writeJSON(w, status, f.Data)
+		return
+	}
 	s.write(w, status, name, "layout", s.frameFor(r, f))
 }
 

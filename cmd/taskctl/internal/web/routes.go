@@ -15,20 +15,23 @@ var staticFiles embed.FS
 // and every page and action behind authentication and the CSRF check.
 // Actions change things through POST only; their GET is the confirmation.
 func (s *Server) routes() http.Handler {
-	app := http.NewServeMux()
-	app.HandleFunc("GET /{$}", s.overview)
-	app.HandleFunc("GET /live", s.live)
-	app.HandleFunc("GET /topic", s.topicPage)
-	app.HandleFunc("GET /task", s.taskPage)
-	app.HandleFunc("GET /owners", s.ownersPage)
-	app.HandleFunc("GET /results", s.resultsPage)
-	app.HandleFunc("GET /failures", s.failuresPage)
-	app.HandleFunc("GET /search", s.searchPage)
-	app.HandleFunc("GET /audit", s.auditPage)
-	app.HandleFunc("POST /logout", s.logout)
-	app.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+	pages := http.NewServeMux()
+	pages.HandleFunc("GET /{$}", s.overview)
+	pages.HandleFunc("GET /topic", s.topicPage)
+	pages.HandleFunc("GET /task", s.taskPage)
+	pages.HandleFunc("GET /owners", s.ownersPage)
+	pages.HandleFunc("GET /results", s.resultsPage)
+	pages.HandleFunc("GET /failures", s.failuresPage)
+	pages.HandleFunc("GET /search", s.searchPage)
+	pages.HandleFunc("GET /audit", s.auditPage)
+	pages.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, notFound("no page %q here", r.URL.Path))
 	})
+	app := http.NewServeMux()
+	app.Handle("/", pages)
+	app.Handle("GET "+apiPrefix+"/", asAPI(pages)) // the pages' data as JSON (api.go)
+	app.HandleFunc("GET /live", s.live)
+	app.HandleFunc("POST /logout", s.logout)
 	for _, a := range s.actions() {
 		confirm, do := s.confirmHandler(a), s.doHandler(a)
 		if s.cfg.ReadOnly {
