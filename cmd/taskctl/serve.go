@@ -32,6 +32,7 @@ type serveFlags struct {
 	pool                               int
 	hosts                              []string
 	readOnly                           bool
+	basePath                           string
 }
 
 // serveApplicationName is the application_name of the dashboard's
@@ -85,6 +86,7 @@ Put it behind a reverse proxy for TLS. Ctrl-C stops it.`,
 	c.Flags().StringVar(&f.tokenFile, "token-file", "", "a file holding the token that every request needs (default $"+serveTokenEnv+")")
 	c.Flags().StringArrayVar(&f.hosts, "host", nil, "a host name the dashboard is served under besides localhost, 127.0.0.1 and [::1] (repeatable; checked without a token, and with one once given)")
 	c.Flags().BoolVar(&f.readOnly, "read-only", false, "serve the pages without any action")
+	c.Flags().StringVar(&f.basePath, "base-path", "", "serve under this path prefix, such as /ops/tasks, behind a reverse proxy that passes the whole path on")
 	c.Flags().StringVar(&f.expiry, "expiry", web.DefaultExpiry.String(), "an owner silent for longer than this counts as fenced")
 	c.Flags().StringVar(&f.refresh, "refresh", web.DefaultRefresh.String(), "how often the figures are read and the overview refreshes")
 	c.Flags().StringVar(&f.sessionMaxAge, "session-max-age", web.DefaultSessionMaxAge.String(), "with a token, a session ends this long after its login")
@@ -120,6 +122,9 @@ func (a *app) serve(cmd *cobra.Command, f serveFlags) error {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
 	shown, every := shownAddress(f.listen, ln.Addr())
+	if cfg.BasePath != "" {
+		shown += strings.TrimPrefix(cfg.BasePath, "/") + "/ (behind a proxy that passes that path on)"
+	}
 	if every {
 		shown += " (every address; Ctrl-C stops)"
 	} else {
@@ -180,6 +185,11 @@ func shownAddress(listen string, bound net.Addr) (u string, every bool) {
 func (f serveFlags) config() (web.Config, error) {
 	cfg := web.Config{ReadOnly: f.readOnly}
 	err := f.durations(&cfg)
+	if err == nil {
+		if cfg.BasePath, err = web.CheckBasePath(f.basePath); err != nil {
+			err = usagef("--base-path: %v", err)
+		}
+	}
 	if err == nil {
 		cfg.Hosts, err = checkHosts(f.hosts)
 	}

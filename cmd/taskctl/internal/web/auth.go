@@ -72,7 +72,7 @@ func selfRefresh(r *http.Request) bool { return r.URL.Path == "/live" }
 // given at login (empty for none).
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, label string) string {
 	c := &http.Cookie{
-		Name: sessionCookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Name: sessionCookie, Path: s.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https",
 	}
 	// A cookie without Max-Age: the browser drops it when it closes, and
@@ -221,7 +221,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 	if id, ok := sessionOf(r); ok && id != bearerSession {
 		s.sessions.end(id)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: s.cookiePath(), MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

@@ -85,7 +85,7 @@ func (s *Server) write(w http.ResponseWriter, status int, name, tmpl string, dat
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(s.rebase(buf.Bytes()))
 }
 
 // frameFor completes f with what every page shows to a request with a

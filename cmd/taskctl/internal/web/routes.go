@@ -58,7 +58,7 @@ func (s *Server) routes() http.Handler {
 	top := http.NewServeMux()
 	top.HandleFunc("GET /healthz", s.healthz)
 	top.Handle("/", s.checkHost(cross.Handler(root)))
-	return secure(top)
+	return secure(s.underBase(top))
 }
 
 // readOnly refuses an action of a read-only dashboard.

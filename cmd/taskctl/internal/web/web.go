@@ -108,6 +108,10 @@ type Config struct {
 	Hosts []string
 	// ReadOnly serves the pages without any action.
 	ReadOnly bool
+	// BasePath serves the dashboard under a path prefix, such as
+	// /ops/tasks, behind a reverse proxy that passes requests on with
+	// their whole path (basepath.go); empty: at the root.
+	BasePath string
 	// Expiry is how long an owner may stay silent before it counts as
 	// fenced (taskproc's default: 30s).
 	Expiry time.Duration
@@ -217,6 +221,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	base, err := CheckBasePath(cfg.BasePath)
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	cfg.BasePath = base
 	v, err := loadViews()
 	if err != nil {
 		return nil, err
