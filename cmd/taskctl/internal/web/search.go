@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 			return f, err
 		}
 		// Past the deadline, what was found is shown, as partial.
-		if f.partial = ctx.Err() != nil || f.n >= maxFound; f.partial {
+		if f.partial = f.partial || ctx.Err() != nil || f.n >= maxFound; f.partial {
 			return f, nil
 		}
 	}
@@ -84,6 +85,12 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 // q.value at q.field, up to maxScanned tasks read or scanBudget spent.
 // Inputs are text in every schema, so the match is made here, on the JSON
 // of each input, not by the database.
+//
+// The budget is the deadline of the reads after the first, and so their
+// statement_timeout on PostgreSQL (four fifths of the time left, see
+// transactPG): the server stops the read under way a moment before the
+// budget's context ends. Such a stop ends the search as the budget's end
+// does, not as the page's read timeout (a 503 after some 160 ms).
 func scanField(ctx context.Context, store Store, q searchQuery, topic string, f *found) error {
 	budget, cancel := context.WithTimeout(ctx, scanBudget)
 	defer cancel()
@@ -102,8 +109,9 @@ func scanField(ctx context.Context, store Store, q searchQuery, topic string, f 
 		} else {
 			infos, err = store.Page(reading, topic, taskapi.Listing{}, cursor, findChunk, taskapi.Backward)
 		}
-		if err != nil && budget.Err() != nil && ctx.Err() == nil {
-			continue // the budget ran out in the read: stop at cursor
+		if err != nil && reading == budget && ctx.Err() == nil && (budget.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			f.partial, f.next = true, cursor // the budget ran out in the read: stop at cursor
+			return nil
 		}
 		if err != nil {
 			return err
