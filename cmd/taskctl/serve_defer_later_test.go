@@ -50,9 +50,8 @@ func wantDue(t *testing.T, s store, topic string, tasks []taskapi.Task, from, to
 
 // TestServeDeferNeverBringsATaskSooner defers, through the dashboard on
 // SQLite and PostgreSQL, the READY tasks of a topic "for 1h" while some
-// are due in six hours: those keep their time, the confirmation says so,
-// and the result says how many; chosen tasks likewise, the confirmation
-// counting them. "until now" still makes every task pollable at once.
+// are due in six hours: those keep their time, and the confirmation and
+// the result say how many; chosen tasks likewise. "until now" still makes every task pollable at once.
 func TestServeDeferNeverBringsATaskSooner(t *testing.T) {
 	for _, b := range backends(false) {
 		t.Run(b.name, func(t *testing.T) {
@@ -61,7 +60,11 @@ func TestServeDeferNeverBringsATaskSooner(t *testing.T) {
 			now, later := pushLater(t, d.store, "orders", 4, 3)
 			br := newBrowser(t, d.url)
 			start := time.Now()
-			done := act(t, br, "/action/defer?topic=orders&state=READY&for=1h", "Tasks due later than that already are left as they are")
+			confirm := br.page("/action/defer?topic=orders&state=READY&for=1h")
+			if !strings.Contains(confirm, "4 tasks would be not polled before") || !strings.Contains(confirm, "3 tasks due later than that already would be left as they are") {
+				t.Errorf("the confirmation of a deferral for 1h does not say 4 deferred and 3 left:\n%s", confirm)
+			}
+			done := act(t, br, "/action/defer?topic=orders&state=READY&for=1h", "3 tasks due later than that already would be left as they are")
 			if !strings.Contains(done, "4 tasks of") || !strings.Contains(done, "3 tasks due later than that already were left as they are") {
 				t.Errorf("the result of a deferral for 1h does not say 4 deferred and 3 left:\n%s", done)
 			}
@@ -97,4 +100,18 @@ func TestDeferNeverBringsATaskSooner(t *testing.T) {
 		t.Errorf("taskctl defer of a task due in 6h for 2h printed %q", out)
 	}
 	wantDue(t, s, "orders", later[:1], start.Add(6*time.Hour-time.Minute), time.Now().Add(6*time.Hour+time.Minute), "named, --for 2h")
+}
+
+// TestServeDeferCountsWithinItsBudget defers a range whose READY tasks the
+// confirmation cannot read within its count's budget (a nanosecond here):
+// it says that tasks due later are left, and that the result says how
+// many, which it does.
+func TestServeDeferCountsWithinItsBudget(t *testing.T) {
+	t.Parallel()
+	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: 100 * time.Millisecond, CountBudget: time.Nanosecond})
+	pushLater(t, d.store, "orders", 2, 2)
+	done := act(t, newBrowser(t, d.url), "/action/defer?topic=orders&state=READY&for=1h", "(the result says how many)")
+	if !strings.Contains(done, "2 tasks due later than that already were left as they are") {
+		t.Errorf("the result of a deferral whose confirmation could not count does not say how many were left:\n%s", done)
+	}
 }

@@ -28,16 +28,39 @@ type Deferral struct {
 // consumers claim meanwhile and those due later than until already.
 func DeferSpan(ctx context.Context, s Store, topic string, until time.Time, span taskapi.Range) (Deferral, error) {
 	var d Deferral
+	err := eachReady(ctx, s, topic, span, func(infos []taskapi.Info) error {
+		page, err := DeferInfos(ctx, s, topic, until, infos)
+		d.Deferred, d.Later = d.Deferred+page.Deferred, d.Later+page.Later
+		return err
+	})
+	return d, err
+}
+
+// LaterIn counts the READY tasks of topic within span that a deferral
+// until until would leave as they are, due later already, among those it
+// reads before ctx ends: how many, how many READY tasks it read, and
+// whether it read them all (a confirmation's count within its budget).
+func LaterIn(ctx context.Context, s Store, topic string, until time.Time, span taskapi.Range) (later, read int64, all bool, err error) {
+	err = eachReady(ctx, s, topic, span, func(infos []taskapi.Info) error {
+		_, n := Movable(infos, until)
+		later, read = later+n, read+int64(len(infos))
+		return nil
+	})
+	return later, read, err == nil, err
+}
+
+// eachReady hands fn the READY tasks of topic within span, a page of
+// DeferBatch at a time, in sequence order, until fn fails or a read does.
+func eachReady(ctx context.Context, s Store, topic string, span taskapi.Range, fn func([]taskapi.Info) error) error {
 	ready := taskapi.Listing{States: []taskapi.State{taskapi.Ready}}
 	for cursor := span.From - 1; ; {
 		infos, err := s.Page(ctx, topic, ready, max(cursor, taskapi.Inception), DeferBatch, taskapi.Forward)
 		if err != nil {
-			return d, err
+			return err
 		}
 		infos = slices.DeleteFunc(infos, func(info taskapi.Info) bool { return info.Sequence > span.To })
-		page, err := DeferInfos(ctx, s, topic, until, infos)
-		if d.Deferred, d.Later = d.Deferred+page.Deferred, d.Later+page.Later; err != nil || len(infos) < DeferBatch {
-			return d, err
+		if err := fn(infos); err != nil || len(infos) < DeferBatch {
+			return err
 		}
 		cursor = infos[len(infos)-1].Sequence
 	}

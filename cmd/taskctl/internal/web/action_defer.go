@@ -49,10 +49,14 @@ func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, er
 		if err != nil {
 			return nil, err
 		}
+		later, err := s.laterLine(ctx, sel, at, &e)
+		if err != nil {
+			return nil, err
+		}
 		p.None = e.none()
 		p.Lines = append([]string{sel.describe() + ":", fmt.Sprintf("%s would be %s.", e.tasks(), when)},
 			e.note("after the deferral")...)
-		p.Lines = append(p.Lines, laterLine(sel, at)...)
+		p.Lines = append(p.Lines, later...)
 		p.note(sel, e, "deferral")
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
@@ -77,17 +81,37 @@ func (s *Server) planDefer(ctx context.Context, f form, preview bool) (*plan, er
 
 // laterLine says on a deferral's confirmation that the tasks due later
 // than at already are left as they are, a deferral never bringing a task
-// sooner: how many, of chosen tasks; of a range, the result page counts
-// them. None for a deferral until now.
-func laterLine(sel selection, at time.Time) []string {
+// sooner, and takes them out of e, the count of those deferred: how many,
+// of chosen tasks, and of a range, read within the count's budget; of a
+// range too long to read within it, how many of those it read, and the
+// result page counts them all. None for a deferral until now.
+func (s *Server) laterLine(ctx context.Context, sel selection, at time.Time, e *estimate) ([]string, error) {
+	if at.IsZero() {
+		return nil, nil
+	}
+	var later, read int64
+	all := true
+	if sel.byState {
+		budget, cancel := context.WithTimeout(ctx, s.cfg.CountBudget)
+		defer cancel()
+		var err error
+		if later, read, all, err = ops.LaterIn(budget, s.cfg.Store, sel.topic, at, sel.span); err != nil && (budget.Err() == nil || ctx.Err() != nil) {
+			return nil, err
+		}
+	} else {
+		_, later = ops.Movable(sel.infos, at)
+	}
 	switch {
-	case at.IsZero():
-		return nil
-	case sel.byState:
-		return []string{"Tasks due later than that already are left as they are (the result says how many)."}
+	case !all && read == 0:
+		return []string{"Tasks due later than that already are left as they are (the result says how many)."}, nil
+	case !all:
+		return []string{fmt.Sprintf("Tasks due later than that already are left as they are: %s of the first %s READY ones read within %s (the result says how many in all).",
+			num(later), tasksWord(read), dur(s.cfg.CountBudget))}, nil
+	case later == 0:
+		return nil, nil
 	}
-	if _, later := ops.Movable(sel.infos, at); later > 0 {
-		return []string{fmt.Sprintf("%s due later than that already would be left as they are.", tasksWord(later))}
+	if e.exact {
+		e.n -= later
 	}
-	return nil
+	return []string{fmt.Sprintf("%s due later than that already would be left as they are.", tasksWord(later))}, nil
 }
