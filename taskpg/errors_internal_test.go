@@ -29,6 +29,7 @@ func TestMapError(t *testing.T) {
 		{&pgconn.PgError{Code: "40001"}, taskapi.ErrConflict},
 		{&pgconn.PgError{Code: "40P01"}, taskapi.ErrConflict},
 		{&pgconn.PgError{Code: "55P03"}, taskapi.ErrConflict}, // lock_not_available
+		{&pgconn.PgError{Code: "42501"}, taskapi.ErrPermission},
 	} {
 		err := wrapf(c.err, "call %d", 1)
 		var pgErr *pgconn.PgError
@@ -37,7 +38,7 @@ func TestMapError(t *testing.T) {
 		}
 	}
 	for _, err := range []error{&pgconn.PgError{Code: "22P02"}, &pgconn.PgError{Code: "23505"}, &pgconn.PgError{Code: "25P02"},
-		&pgconn.PgError{Code: "42501"}, pgx.ErrNoRows, errors.New("plain")} {
+		&pgconn.PgError{Code: "42P01"}, pgx.ErrNoRows, errors.New("plain")} {
 		if got := mapError(err); got != err {
 			t.Errorf("mapError(%v) = %v, want it unchanged", err, got)
 		}
