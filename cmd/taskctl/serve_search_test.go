@@ -226,3 +226,51 @@ func TestServeFieldSearchStopsWithinItsBudget(t *testing.T) {
 		t.Errorf("no search of the 60,000 tasks stopped at its budget: the test reads too few tasks to prove anything")
 	}
 }
+
+// TestServeSearchByOutput finds the tasks of a topic whose output holds a
+// text, an error's say, on SQLite, PostgreSQL and MySQL, and revives all
+// it found: those of that error, not the others (issue 42: an error's
+// group could not be acted on whole). Bad input is refused.
+func TestServeSearchByOutput(t *testing.T) {
+	for _, b := range backends(true) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: time.Second})
+			var dup []taskapi.Task
+			for i := range 6 {
+				dup = append(dup, failNew(t, d.store, "orders", fmt.Sprintf("order-%d", i), `pq: duplicate key value violates unique constraint "orders_pkey"`))
+			}
+			other := failNew(t, d.store, "orders", "order-x", "timeout")
+			br := newBrowser(t, d.url)
+			page := br.page("/search?topic=orders&output=" + url.QueryEscape("duplicate key"))
+			if got := foundSeqs(page); !slices.Equal(got, seqStrings(reversed(dup)...)) {
+				t.Fatalf("the search by output found %v, want %v:\n%s", got, seqStrings(reversed(dup)...), page)
+			}
+			revive := buttonLinks(t, page, `every task found</th></tr></thead>`, "revive")
+			if done := act(t, br, revive[0], "6 tasks would be made READY"); !strings.Contains(done, "revived 6 tasks") {
+				t.Errorf("the revival of what the search found says:\n%s", done)
+			}
+			states := map[int64]string{other.Sequence: "FAILED"}
+			for _, task := range dup {
+				states[task.Sequence] = "READY"
+			}
+			wantTaskStates(t, d.store, "orders", states)
+			for query, want := range map[string]int{
+				"output=timeout": http.StatusBadRequest, // no topic
+				"topic=orders&output=" + strings.Repeat("x", 1001): http.StatusBadRequest,
+				"topic=orders&output=%FF":                          http.StatusBadRequest,
+			} {
+				if r := br.get("/search?" + query); r.status != want {
+					t.Errorf("GET /search?%s: %d, want %d", query, r.status, want)
+				}
+			}
+		})
+	}
+}
+
+// reversed returns tasks newest first.
+func reversed(tasks []taskapi.Task) []taskapi.Task {
+	out := slices.Clone(tasks)
+	slices.Reverse(out)
+	return out
+}

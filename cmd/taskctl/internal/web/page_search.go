@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -19,7 +20,8 @@ const maxFoundListed = 100
 // searchData is the search page.
 type searchData struct {
 	Topic, Identifier, Reference, Field, Value string
-	Asked                                      bool // a search was given
+	Output                                     string // text the output holds (an error's, say)
+	Asked                                      bool   // a search was given
 	Found                                      int64
 	Scanned                                    int64
 	Partial                                    bool
@@ -49,7 +51,8 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	f := form(r.URL.Query())
 	d := searchData{Topic: f.text("topic"), Identifier: url.Values(f).Get("identifier"), Reference: url.Values(f).Get("reference"),
-		Field: f.text("field"), Value: url.Values(f).Get("value"), Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
+		Field: f.text("field"), Value: url.Values(f).Get("value"), Output: url.Values(f).Get("output"),
+		Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
 	q, err := parseSearch(d)
 	if err == nil && q != nil {
 		q.before, err = f.sequence("before")
@@ -74,7 +77,7 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 // asked.
 func parseSearch(d searchData) (*searchQuery, error) {
 	q := &searchQuery{topic: d.Topic, search: taskapi.Search{Identifier: d.Identifier, Reference: d.Reference},
-		fieldText: d.Field, value: d.Value}
+		fieldText: d.Field, value: d.Value, output: d.Output}
 	q.identified = d.Identifier != "" || d.Reference != ""
 	if d.Field != "" {
 		q.field = strings.Split(d.Field, ".")
@@ -87,7 +90,15 @@ func parseSearch(d searchData) (*searchQuery, error) {
 	} else if d.Value != "" {
 		return nil, badRequest("value %q: give the field it is the value of, such as customer.id", d.Value)
 	}
-	if !q.identified && q.field == nil {
+	if d.Output != "" {
+		switch {
+		case !utf8.ValidString(d.Output) || len(d.Output) > maxOutputText:
+			return nil, badRequest("output: give at most %d bytes of valid UTF-8 text", maxOutputText)
+		case d.Topic == "":
+			return nil, badRequest("a search by the text of the output reads the tasks one by one: give a topic")
+		}
+	}
+	if !q.identified && !q.scans() {
 		return nil, nil
 	}
 	if q.identified {
@@ -116,7 +127,7 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
 	if res.next > 0 {
 		d.Older = link("/search", url.Values{"topic": {q.topic}, "identifier": {q.search.Identifier},
-			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "before": {itoa(res.next)}})
+			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "output": {q.output}, "before": {itoa(res.next)}})
 	}
 	for _, topic := range res.topics {
 		infos := res.infos[topic]

@@ -23,15 +23,19 @@ const (
 	findChunk  = 500
 )
 
+// maxOutputText bounds the text a search looks for in the outputs.
+const maxOutputText = 1000
+
 // searchQuery is what the search page looks for.
 type searchQuery struct {
-	topic      string // empty: every topic (not with a field)
+	topic      string // empty: every topic (not with a field or an output)
 	search     taskapi.Search
 	field      []string // the path of a field of the input, by dots
 	fieldText  string
 	value      string
-	identified bool  // a prefix is given
-	before     int64 // a field is searched in the tasks below this sequence
+	output     string // text the output holds, byte for byte
+	identified bool   // a prefix is given
+	before     int64  // a field is searched in the tasks below this sequence
 }
 
 // found is what a search found.
@@ -62,7 +66,7 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 	f := &found{infos: map[string][]taskapi.Info{}}
 	for _, topic := range topics {
 		var err error
-		if len(q.field) > 0 {
+		if q.scans() {
 			err = scanField(ctx, store, q, topic, f)
 		} else {
 			var infos []taskapi.Info
@@ -80,11 +84,22 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 	return f, nil
 }
 
+// scans says whether q matches tasks one by one, by a field of the input
+// or by the text of the output, which no index serves.
+func (q searchQuery) scans() bool { return len(q.field) > 0 || q.output != "" }
+
+// matches says whether info has q.value at q.field of its input, and
+// q.output in its output, of those q asks.
+func (q searchQuery) matches(info taskapi.Info) bool {
+	return (len(q.field) == 0 || fieldIs(info.Input, q.field, q.value)) &&
+		(q.output == "" || strings.Contains(info.Output, q.output))
+}
+
 // scanField reads the tasks of topic newest first from below q.before
-// (those of the prefixes when given) and keeps those whose input has
-// q.value at q.field, up to maxScanned tasks read or scanBudget spent.
-// Inputs are text in every schema, so the match is made here, on the JSON
-// of each input, not by the database.
+// (those of the prefixes when given) and keeps those q matches (a field
+// of the input, a text of the output), up to maxScanned tasks read or
+// scanBudget spent. Inputs and outputs are text in every schema, so the
+// match is made here, on each task, not by the database.
 //
 // The budget is the deadline of the reads after the first, and so their
 // statement_timeout on PostgreSQL (four fifths of the time left, see
@@ -120,7 +135,7 @@ func scanField(ctx context.Context, store Store, q searchQuery, topic string, f 
 		read := 0
 		for _, info := range infos {
 			read, cursor = read+1, info.Sequence
-			if fieldIs(info.Input, q.field, q.value) {
+			if q.matches(info) {
 				if hits = append(hits, info); f.n+len(hits) == maxFound {
 					break
 				}
