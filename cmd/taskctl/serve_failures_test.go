@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/web"
 	"github.com/taskrepo/taskrepo/taskapi"
+	"github.com/taskrepo/taskrepo/taskpg"
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
@@ -266,3 +267,97 @@ func TestServeFailuresSpread(t *testing.T) {
 
 // maxListedInTest is how many failures the page lists one by one.
 const maxListedInTest = 100
+
+// TestServeFailureGroupWhole revives a whole error group (issue 42: the
+// failures page groups the newest 1,000 failures, and reviving "pq:
+// duplicate" again and again revived 217, 42, 7 and 2 tasks while 501 of
+// its 769 stayed FAILED): 769 tasks of one error, its text in an attempt
+// log's JSON with its quotes escaped, among 10,000 failures on
+// PostgreSQL. The group's link to every task of its error finds all 769
+// in one search, and one revive revives them, and no other.
+func TestServeFailureGroupWhole(t *testing.T) {
+	t.Parallel()
+	d := startDashboard(t, postgresURL(t), web.Config{Refresh: 100 * time.Millisecond})
+	const failures, duplicates = 10_000, 769
+	const dup = `pq: duplicate key value violates unique constraint "orders_pkey"`
+	outputs := make([]string, failures)
+	for i := range outputs {
+		outputs[i] = fmt.Sprintf("panic: runtime error: index out of range [%d]", i%7)
+		if i%13 == 0 && i/13 < duplicates {
+			outputs[i] = attemptLog(t, taskproc.Attempt{Number: 3, At: time.Now().UTC(), Error: dup})
+		}
+	}
+	seqs := failAll(t, d.store, "orders", outputs)
+	br := newBrowser(t, d.url)
+	page := br.page("/failures")
+	_, group, ok := strings.Cut(page, "pq: duplicate key value violates unique constraint &#34;orders_pkey&#34;")
+	every := regexp.MustCompile(`<a class="every" href="([^"]+)"`).FindStringSubmatch(group)
+	if !ok || every == nil {
+		t.Fatalf("the failures page has no group of the duplicate key, or no link to its every task:\n%s", page)
+	}
+	found := br.page(html.UnescapeString(every[1]))
+	if !strings.Contains(found, "769 tasks found") {
+		t.Fatalf("the search of every task of the error does not find 769:\n%s", found)
+	}
+	revive := buttonLinks(t, found, `every task found</th></tr></thead>`, "revive")
+	if done := act(t, br, revive[0], "769 tasks would be made READY"); !strings.Contains(done, "revived 769 tasks") {
+		t.Errorf("the revival of the group says:\n%s", done)
+	}
+	want := map[taskapi.State]int64{taskapi.Ready: duplicates, taskapi.Failed: failures - duplicates}
+	wantCounts(t, d.store, "orders", want)
+	for i, seq := range seqs {
+		if strings.Contains(outputs[i], "duplicate") != (stateOf(t, d.store, "orders", seq) == "READY") {
+			t.Fatalf("task %d (%s) is %s after the group's revival", seq, outputs[i], stateOf(t, d.store, "orders", seq))
+		}
+	}
+}
+
+// failAll pushes a task of topic per output and fails each with its
+// output, through an owner of the test's own; it returns their sequences.
+func failAll(t *testing.T, s store, topic string, outputs []string) []int64 {
+	t.Helper()
+	if _, err := s.Initialize(t.Context(), topic); err != nil {
+		t.Fatal(err)
+	}
+	creations := make([]taskapi.Creation, len(outputs))
+	for i := range creations {
+		creations[i] = taskapi.Creation{Identifier: fmt.Sprintf("order-%05d", i)}
+	}
+	tasks, err := s.Push(t.Context(), topic, taskapi.Append, creations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	output := make(map[int64]string, len(tasks))
+	for i, task := range tasks {
+		output[task.Sequence] = outputs[i]
+	}
+	b, ok := s.(*backend[taskpg.DB])
+	if !ok {
+		t.Fatalf("failAll takes a PostgreSQL store, not %T", s)
+	}
+	repo, err := b.newRepo("bulk-failer")
+	if err == nil {
+		_, err = repo.Register(t.Context(), b.db)
+	}
+	for first := 0; err == nil && first < len(tasks); first += 1000 {
+		err = b.transact(t.Context(), func(tx taskpg.DB) error {
+			polled, err := repo.Poll(t.Context(), tx, topic, 1000)
+			if err != nil {
+				return err
+			}
+			completions := make([]taskapi.Completion, len(polled))
+			for i, task := range polled {
+				completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Failure, Output: output[task.Sequence]}}
+			}
+			return repo.Complete(t.Context(), tx, topic, completions...)
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make([]int64, len(tasks))
+	for i, task := range tasks {
+		seqs[i] = task.Sequence
+	}
+	return seqs
+}

@@ -44,6 +44,7 @@ type groupActions struct {
 	Topic                string
 	Count                int64
 	Revive, Retry, Purge string
+	Every                string // the search of every task of the topic with the group's error
 }
 
 // failuresPage lists the FAILED and SUSPENDED tasks of every topic (or
@@ -82,7 +83,7 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Read, d.Cut = int64(len(failures)), cut
 	for _, g := range groupFailures(failures) {
-		d.Groups = append(d.Groups, failureView{failureGroup: g, Actions: groupLinks(g.Topics)})
+		d.Groups = append(d.Groups, failureView{failureGroup: g, Actions: groupLinks(g.Error, g.Topics)})
 	}
 	byFinished(failures)
 	d.Listed = failures[:min(len(failures), maxFailuresListed)]
@@ -117,14 +118,15 @@ func failureStates(f form) ([]taskapi.State, error) {
 // groupLinks returns the links of the actions on each topic's part of a
 // group: the tasks named by sequence, and for a purge the states they
 // were seen in, so that the action changes these tasks and no other.
-func groupLinks(topics []groupTopic) []groupActions {
+func groupLinks(errorText string, topics []groupTopic) []groupActions {
 	out := make([]groupActions, len(topics))
 	for i, gt := range topics {
 		seqs := gt.Seqs[:min(len(gt.Seqs), maxSelected)]
 		v := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs)}
 		purge := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs), "in": stateNames(gt.States)}
 		out[i] = groupActions{Topic: gt.Topic, Count: int64(len(seqs)),
-			Revive: link("/action/revive", v), Retry: link("/action/retry", v), Purge: link("/action/purge", purge)}
+			Revive: link("/action/revive", v), Retry: link("/action/retry", v), Purge: link("/action/purge", purge),
+			Every: link("/search", url.Values{"topic": {gt.Topic}, "output": {errorText}, "whole": {"1"}})}
 	}
 	return out
 }

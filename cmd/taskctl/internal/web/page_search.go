@@ -21,6 +21,7 @@ const maxFoundListed = 100
 type searchData struct {
 	Topic, Identifier, Reference, Field, Value string
 	Output                                     string // text the output holds (an error's, say)
+	Whole                                      bool   // read within the read timeout, for a whole group
 	Asked                                      bool   // a search was given
 	Found                                      int64
 	Scanned                                    int64
@@ -51,7 +52,7 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	f := form(r.URL.Query())
 	d := searchData{Topic: f.text("topic"), Identifier: url.Values(f).Get("identifier"), Reference: url.Values(f).Get("reference"),
-		Field: f.text("field"), Value: url.Values(f).Get("value"), Output: url.Values(f).Get("output"),
+		Field: f.text("field"), Value: url.Values(f).Get("value"), Output: url.Values(f).Get("output"), Whole: f.text("whole") == "1",
 		Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
 	q, err := parseSearch(d)
 	if err == nil && q != nil {
@@ -77,7 +78,7 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 // asked.
 func parseSearch(d searchData) (*searchQuery, error) {
 	q := &searchQuery{topic: d.Topic, search: taskapi.Search{Identifier: d.Identifier, Reference: d.Reference},
-		fieldText: d.Field, value: d.Value, output: d.Output}
+		fieldText: d.Field, value: d.Value, output: d.Output, whole: d.Whole}
 	q.identified = d.Identifier != "" || d.Reference != ""
 	if d.Field != "" {
 		q.field = strings.Split(d.Field, ".")
@@ -127,7 +128,7 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
 	if res.next > 0 {
 		d.Older = link("/search", url.Values{"topic": {q.topic}, "identifier": {q.search.Identifier},
-			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "output": {q.output}, "before": {itoa(res.next)}})
+			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "output": {q.output}, "whole": {wholeValue(q.whole)}, "before": {itoa(res.next)}})
 	}
 	for _, topic := range res.topics {
 		infos := res.infos[topic]
@@ -182,4 +183,13 @@ func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 		Revivable: int64(len(revivable)), Ready: int64(len(ready)), Cancellable: int64(len(cancellable)), Finished: int64(len(finished)),
 		Revive: link("/action/revive", named(revivable)), Reassign: link("/action/reassign", named(revivable)),
 		Defer: link("/action/defer", named(ready)), Cancel: link("/action/cancel", cancel), Purge: link("/action/purge", purge)}
+}
+
+// wholeValue writes whole as the form value of a search's link: "1", or
+// nothing.
+func wholeValue(whole bool) string {
+	if whole {
+		return "1"
+	}
+	return ""
 }

@@ -34,6 +34,7 @@ type searchQuery struct {
 	fieldText  string
 	value      string
 	output     string // text the output holds, byte for byte
+	whole      bool   // scan within the page's read timeout, not scanBudget (whole=1)
 	identified bool   // a prefix is given
 	before     int64  // a field is searched in the tasks below this sequence
 }
@@ -89,10 +90,12 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 func (q searchQuery) scans() bool { return len(q.field) > 0 || q.output != "" }
 
 // matches says whether info has q.value at q.field of its input, and
-// q.output in its output, of those q asks.
+// q.output in its output or in the last error it records as the failures
+// page shows it (lastError: an attempt log's error is JSON in the output,
+// its quotes escaped there), of those q asks.
 func (q searchQuery) matches(info taskapi.Info) bool {
 	return (len(q.field) == 0 || fieldIs(info.Input, q.field, q.value)) &&
-		(q.output == "" || strings.Contains(info.Output, q.output))
+		(q.output == "" || strings.Contains(info.Output, q.output) || strings.Contains(lastError(info.Output), q.output))
 }
 
 // scanField reads the tasks of topic newest first from below q.before
@@ -106,8 +109,16 @@ func (q searchQuery) matches(info taskapi.Info) bool {
 // transactPG): the server stops the read under way a moment before the
 // budget's context ends. Such a stop ends the search as the budget's end
 // does, not as the page's read timeout (a 503 after some 160 ms).
+//
+// A search for a whole group of failures (whole=1, the failures page's
+// link) reads until the page's deadline is near instead, for all it finds
+// to be acted on at once: readTimeout is the page's.
 func scanField(ctx context.Context, store Store, q searchQuery, topic string, f *found) error {
-	budget, cancel := context.WithTimeout(ctx, scanBudget)
+	spend := scanBudget
+	if deadline, ok := ctx.Deadline(); ok && q.whole {
+		spend = max(time.Until(deadline)*3/4, scanBudget)
+	}
+	budget, cancel := context.WithTimeout(ctx, spend)
 	defer cancel()
 	// The first read has the page's deadline, not the budget: every
 	// search reads some tasks, and one that goes on makes progress.
