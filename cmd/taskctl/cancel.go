@@ -62,7 +62,7 @@ whether each was running and by which owner.`,
   taskctl cancel orders 1234 --json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.cancel(cmd, args[0], args[1:], cancelled{identifier: identifier, prefix: prefix, reason: reason})
+			return a.cancel(cmd, args[0], args[1:], cancelTarget{identifier: identifier, prefix: prefix, reason: reason})
 		},
 	}
 	c.Flags().StringVar(&identifier, identifierFlag, "", "cancel every READY task of this identifier, instead of tasks by sequence")
@@ -92,14 +92,14 @@ type cancelReport struct {
 	Running []int64 `json:"running,omitempty"`
 }
 
-// cancelled is what cancel was asked to cancel besides sequences: the
+// cancelTarget is what cancel was asked to cancel besides sequences: the
 // READY tasks of an identifier or of a prefix, with a reason.
-type cancelled struct{ identifier, prefix, reason string }
+type cancelTarget struct{ identifier, prefix, reason string }
 
 // cancel cancels the tasks of topic given as seqs, or the READY tasks of
 // an identifier or of a prefix, exactly one of the three, and records it
 // in the audit log.
-func (a *app) cancel(cmd *cobra.Command, topic string, given []string, what cancelled) error {
+func (a *app) cancel(cmd *cobra.Command, topic string, given []string, what cancelTarget) error {
 	byIdentifier, byPrefix := cmd.Flags().Changed(identifierFlag), cmd.Flags().Changed(prefixFlag)
 	switch {
 	case byIdentifier && byPrefix, (byIdentifier || byPrefix) && len(given) > 0:
