@@ -26,7 +26,7 @@ var _ taskapi.Canceller[DB] = (*Repository)(nil)
 // Ready.
 //
 // A cancellation needs no lock of the topic's polls (task_lock on MySQL):
-// it only ends Ready and Active tasks, which frees room under the topic's
+// it only ends Ready, Active and Suspended tasks, which frees room under the topic's
 // limits and capacity and never takes any. The tickets of a capacity on
 // PostgreSQL may then fall short of the true room, which the next count
 // finds (see capacity.go).
@@ -35,11 +35,11 @@ const (
 	// and its owner (NULL for a Ready task).
 	cancelColumns = `sequence, identifier, COALESCE(input, ''), state, COALESCE(owner, '')`
 	// cancelLock locks the tasks of topic named by sequence ({list}) whose
-	// state is within the last two arguments: READY and ACTIVE for Cancel,
+	// state is one of {states}: READY, ACTIVE and SUSPENDED for Cancel,
 	// READY for CancelIdentifier by points.
 	cancelLock = `
 SELECT ` + cancelColumns + ` FROM {task}{primary}
-WHERE topic = ? AND sequence IN ({list}) AND state BETWEEN ? AND ?
+WHERE topic = ? AND sequence IN ({list}) AND state IN ({states})
 ORDER BY sequence{wait}`
 	// cancelIdentifierLock locks the Ready tasks of an identifier, deferred
 	// ones included, reading task_keyed: "state IN (0, 1)" is the
@@ -66,8 +66,9 @@ WHERE topic = ? AND sequence IN ({list}) AND state = 9
 ORDER BY sequence`
 )
 
-// Cancel cancels the tasks of topic with the given sequences that are Ready
-// or Active and returns them, with the owner of those that were Active; a
+// Cancel cancels the tasks of topic with the given sequences that are
+// Ready, Active or Suspended and returns them, with the state each was
+// in and the owner of those that were Active; a
 // task in another state, or not in topic, is left as it is. It runs in a
 // transaction of its own (a savepoint inside a caller's) that locks the
 // tasks first (see cancelLock). ErrUnknownTopic when topic is not
@@ -87,7 +88,7 @@ func (r *Repository) Cancel(ctx context.Context, db DB, topic, reason string, se
 	var cancelled []taskapi.Cancellation
 	err := r.retrying(ctx, db, func(db DB) error {
 		return r.atomic(ctx, db, func(tx DB) (err error) {
-			locked, err := r.lockCancelled(ctx, tx, topic, sequences, taskapi.Active, taskapi.Ready)
+			locked, err := r.lockCancelled(ctx, tx, topic, sequences, taskapi.Active, taskapi.Ready, taskapi.Suspended)
 			if err == nil {
 				cancelled, err = r.cancel(ctx, tx, topic, reason, locked)
 			}
@@ -119,7 +120,7 @@ func (r *Repository) CancelIdentifier(ctx context.Context, db DB, topic, identif
 					return err
 				}
 				slices.Sort(sequences)
-				if locked, err = r.lockCancelled(ctx, tx, topic, sequences, taskapi.Ready, taskapi.Ready); err != nil {
+				if locked, err = r.lockCancelled(ctx, tx, topic, sequences, taskapi.Ready); err != nil {
 					return err
 				}
 			} else {
@@ -171,13 +172,16 @@ type cancelRow struct {
 }
 
 // lockCancelled locks the tasks of topic with sequences (ascending, each
-// once) whose state is from lo to hi (cancelLock), in pieces, and returns
+// once) whose state is one of states (cancelLock), in pieces, and returns
 // them in sequence order.
-func (r *Repository) lockCancelled(ctx context.Context, tx DB, topic string, sequences []int64, lo, hi taskapi.State) ([]cancelRow, error) {
+func (r *Repository) lockCancelled(ctx context.Context, tx DB, topic string, sequences []int64, states ...taskapi.State) ([]cancelRow, error) {
 	var locked []cancelRow
 	err := batch.Split(sequences, chunk, func(piece []int64) error {
-		args := append(appendArgs([]any{topic}, piece...), int(lo), int(hi))
-		rows, err := tx.QueryContext(ctx, r.expand(r.q.cancelLock, "{list}", marks(len(piece))), args...)
+		args := appendArgs([]any{topic}, piece...)
+		for _, st := range states {
+			args = append(args, int(st))
+		}
+		rows, err := tx.QueryContext(ctx, r.expand(r.q.cancelLock, "{list}", marks(len(piece)), "{states}", marks(len(states))), args...)
 		if err != nil {
 			return err
 		}
@@ -219,7 +223,7 @@ func (r *Repository) cancel(ctx context.Context, tx DB, topic, reason string, lo
 	active := false
 	for i, c := range locked {
 		sequences[i] = c.task.Sequence
-		cancelled[i].Task = c.task
+		cancelled[i].Task, cancelled[i].From = c.task, c.state
 		if c.state == taskapi.Active {
 			cancelled[i].Owner, active = c.owner, true
 		}

@@ -78,6 +78,10 @@ func (s State) Completed() bool { return s >= Failed && s <= Succeeded }
 // Revivable reports whether a task in s may be revived or reassigned (Expired to Succeeded).
 func (s State) Revivable() bool { return s >= Expired && s <= Succeeded }
 
+// Cancellable reports whether Canceller.Cancel ends a task in s (Ready,
+// Active or Suspended).
+func (s State) Cancellable() bool { return s == Ready || s == Active || s == Suspended }
+
 // Result returns the result whose completion leads to s, and false when s is
 // not a completed state.
 func (s State) Result() (Result, bool) {

@@ -138,7 +138,10 @@ func TestResultStatesAndMerge(t *testing.T) {
 
 func TestStateRanges(t *testing.T) {
 	t.Parallel()
-	for s := taskapi.Active; s <= taskapi.Redundant; s++ {
+	for s := taskapi.Active; s <= taskapi.Cancelled; s++ {
+		if got, want := s.Cancellable(), s == taskapi.Ready || s == taskapi.Active || s == taskapi.Suspended; got != want {
+			t.Errorf("%v.Cancellable() = %v", s, got)
+		}
 		if got, want := s.Completed(), s >= taskapi.Failed && s <= taskapi.Succeeded; got != want {
 			t.Errorf("%v.Completed() = %v", s, got)
 		}

@@ -13,8 +13,9 @@ import (
 
 var _ taskapi.Canceller[DB] = (*Repository)(nil)
 
-// The statements of cancellation. {cancel} picks the tasks: READY or
-// ACTIVE ones by sequence ($2), or the READY ones of an identifier ($2).
+// The statements of cancellation. {cancel} picks the tasks: READY, ACTIVE
+// or SUSPENDED ones by sequence ($2), or the READY ones of an identifier
+// ($2).
 // They are locked first (FOR UPDATE, not SKIP LOCKED): a cancellation waits
 // for a poll or a completion that holds a task, and then sees its latest
 // state, so that a task is either completed by its owner or cancelled,
@@ -32,21 +33,21 @@ cancelled AS (
     UPDATE {schema}.task AS t
     SET state = 9, descent = GREATEST(l.state, t.descent), output = $3, completed = {now}
     FROM locked AS l WHERE t.topic = $1 AND t.sequence = l.sequence
-    RETURNING t.sequence, t.identifier, t.input, CASE WHEN l.state = 0 THEN t.owner END AS owner),
+    RETURNING t.sequence, t.identifier, t.input, l.state, CASE WHEN l.state = 0 THEN t.owner END AS owner),
 notified AS (
     SELECT pg_notify($4, $1), pg_notify($5, $1) FROM cancelled WHERE owner IS NOT NULL LIMIT 1)
-SELECT c.sequence, coalesce(c.identifier, ''), coalesce(c.input, ''), coalesce(c.owner, ''), (SELECT count(*) FROM notified)
+SELECT c.sequence, coalesce(c.identifier, ''), coalesce(c.input, ''), coalesce(c.state, 0), coalesce(c.owner, ''), (SELECT count(*) FROM notified)
 FROM {schema}.task_topic AS known LEFT JOIN cancelled AS c ON true
 WHERE known.topic = $1`
-	cancelBySequence   = `sequence = ANY ($2::bigint[]) AND state <= 1`
+	cancelBySequence   = `sequence = ANY ($2::bigint[]) AND state IN (0, 1, 4)`
 	cancelByIdentifier = `identifier = $2 AND state = 1`
 	cancelledRows      = `
 SELECT sequence FROM {schema}.task WHERE topic = $1 AND sequence = ANY ($2::bigint[]) AND state = 9
 ORDER BY sequence`
 )
 
-// Cancel cancels the READY and ACTIVE tasks of topic among sequences, in
-// one statement (see taskapi.Canceller).
+// Cancel cancels the READY, ACTIVE and SUSPENDED tasks of topic among
+// sequences, in one statement (see taskapi.Canceller).
 func (r *Repository) Cancel(ctx context.Context, db DB, topic, reason string, sequences ...int64) ([]taskapi.Cancellation, error) {
 	if run, err := check.Cancel(topic, reason, sequences); !run {
 		return nil, wrapf(err, "cancel tasks of %q", topic)
@@ -81,13 +82,14 @@ func (r *Repository) cancel(ctx context.Context, db DB, cancel, topic string, ar
 			var (
 				sequence                 *int64
 				identifier, input, owner string
-				notified                 int64
+				state, notified          int64
 			)
-			_, err := pgx.ForEachRow(rows, []any{&sequence, &identifier, &input, &owner, &notified}, func() error {
+			_, err := pgx.ForEachRow(rows, []any{&sequence, &identifier, &input, &state, &owner, &notified}, func() error {
 				known = true
 				if sequence != nil {
 					got = append(got, taskapi.Cancellation{
 						Task:  taskapi.Task{Sequence: *sequence, Identifier: identifier, Input: input},
+						From:  taskapi.State(state),
 						Owner: owner,
 					})
 				}

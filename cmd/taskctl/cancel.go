@@ -38,15 +38,16 @@ func (a *app) cancelCommand() *cobra.Command {
 	var identifier, prefix, reason string
 	c := &cobra.Command{
 		Use:   "cancel TOPIC (SEQUENCE... | --identifier ID | --prefix TEXT) [--reason TEXT]",
-		Short: "Cancel tasks for good: READY or ACTIVE ones by sequence, or every READY task of an identifier or a prefix of identifiers",
+		Short: "Cancel tasks for good: READY, ACTIVE or SUSPENDED ones by sequence, or every READY task of an identifier or a prefix of identifiers",
 		Long: `cancel ends tasks of a topic before they run, or while they run; a cancelled
 task is CANCELLED for good: never polled, retried or revived again, its
 output says "cancelled" (and ": " and the --reason given), and its
 completion time is the cancellation's.
 
 With sequences it cancels those of the tasks that are READY (deferred ones
-included) or ACTIVE; an ACTIVE task's owner is refused its result from
-then on, and taskproc cancels its handler's context. With --identifier it cancels
+included), ACTIVE or SUSPENDED; an ACTIVE task's owner is refused its
+result from then on, and taskproc cancels its handler's context; a
+SUSPENDED task is no longer released by a junction, revived or reassigned. With --identifier it cancels
 every READY task of that identifier, and its ACTIVE tasks run on (cancel
 them by sequence). With --prefix it does the same for every identifier
 that starts with the text, byte for byte (a tenant whose tasks carry
@@ -75,7 +76,7 @@ whether each was running and by which owner.`,
 type cancelledJSON struct {
 	Sequence   int64   `json:"sequence"`
 	Identifier string  `json:"identifier"`
-	Was        string  `json:"was"`     // READY or ACTIVE
+	Was        string  `json:"was"`     // READY, ACTIVE or SUSPENDED
 	Running    bool    `json:"running"` // it was ACTIVE: an owner ran it
 	Owner      *string `json:"owner"`   // the owner that ran it; null when it was READY
 }
@@ -85,8 +86,8 @@ type cancelReport struct {
 	Topic     string          `json:"topic"`
 	Tasks     int             `json:"tasks"` // how many were cancelled
 	Cancelled []cancelledJSON `json:"cancelled"`
-	// Left are the sequences given that were not cancelled: not READY or
-	// ACTIVE, or not in the topic.
+	// Left are the sequences given that were not cancelled: not READY,
+	// ACTIVE or SUSPENDED, or not in the topic.
 	Left []int64 `json:"left,omitempty"`
 	// Running are the ACTIVE tasks of a prefix, which run on.
 	Running []int64 `json:"running,omitempty"`
@@ -202,7 +203,7 @@ func (a *app) reportCancelled(topic string, seqs []int64, cancelled []taskapi.Ca
 	done := map[int64]bool{}
 	for i, c := range cancelled {
 		r.Cancelled[i] = cancelledJSON{Sequence: c.Task.Sequence, Identifier: c.Task.Identifier,
-			Was: cancelledFrom(c).String(), Running: c.Owner != ""}
+			Was: c.From.String(), Running: c.Owner != ""}
 		if c.Owner != "" {
 			r.Cancelled[i].Owner = &c.Owner
 		}
@@ -236,7 +237,7 @@ func (a *app) reportCancelled(topic string, seqs []int64, cancelled []taskapi.Ca
 		a.printf("cancelled %d tasks of %s\n", n, topic)
 	}
 	if len(r.Left) > 0 {
-		a.printf("left as they are (not READY or ACTIVE, or not in %s): %s\n", topic, joinSequences(r.Left))
+		a.printf("left as they are (not READY, ACTIVE or SUSPENDED, or not in %s): %s\n", topic, joinSequences(r.Left))
 	}
 	if len(running) > 0 {
 		a.printf("ACTIVE tasks of the prefix run on (cancel them by sequence): %s\n", joinSequences(running))

@@ -114,7 +114,7 @@ func cancelCommand(t *testing.T, db string) {
 	// A task in another state, or not in the topic, is left: cancelling
 	// nothing is not an error, and is audited as a change of nothing.
 	out = must(t, db, "cancel", "orders", fmt.Sprint(seqs[0]), "999999")
-	if !strings.Contains(out, "no task cancelled in orders") || !strings.Contains(out, fmt.Sprintf("left as they are (not READY or ACTIVE, or not in orders): %d, 999999", seqs[0])) {
+	if !strings.Contains(out, "no task cancelled in orders") || !strings.Contains(out, fmt.Sprintf("left as they are (not READY, ACTIVE or SUSPENDED, or not in orders): %d, 999999", seqs[0])) {
 		t.Errorf("cancelling nothing printed %q", out)
 	}
 	audited = wantCLIAudited(t, db, audited, "cancel", 0, `"sequence":[`)

@@ -226,7 +226,7 @@ func TestServeCancelMany(t *testing.T) {
 
 			page := br.page("/search?topic=orders&identifier=tenant-042/")
 			cancel := buttonLinks(t, page, `every task found</th></tr></thead>`, "cancel")
-			if len(cancel) != 1 || !strings.Contains(page, "Cancel 12 READY or ACTIVE…") {
+			if len(cancel) != 1 || !strings.Contains(page, "Cancel 12 READY, ACTIVE or SUSPENDED…") {
 				t.Fatalf("no cancellation of the 12 tasks found:\n%s", page)
 			}
 			late, err := s.Push(t.Context(), "orders", taskapi.Append, []taskapi.Creation{{Identifier: "tenant-042/late"}})

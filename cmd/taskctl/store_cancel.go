@@ -10,7 +10,7 @@ import (
 )
 
 // Cancel cancels the tasks of topic with the given sequences that are
-// READY or ACTIVE, and returns them.
+// READY, ACTIVE or SUSPENDED, and returns them.
 func (b *backend[Tx]) Cancel(ctx context.Context, topic, reason string, sequences []int64) ([]taskapi.Cancellation, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Cancellation, error) {
 		return b.repo.Cancel(ctx, tx, topic, reason, sequences...)
@@ -32,13 +32,13 @@ type errUnconfirmed struct{ moved []int64 }
 func (e *errUnconfirmed) Error() string { return fmt.Sprintf("tasks %v are not as confirmed", e.moved) }
 
 // CancelIn cancels the tasks of topic named by confirmed that are, as
-// they are cancelled, in the state confirmed gives for them (READY or
-// ACTIVE), and returns them; a task in another state is left as it is.
-// Canceller.Cancel takes a READY task and an ACTIVE one alike, and a
+// they are cancelled, in the state confirmed gives for them (READY,
+// ACTIVE or SUSPENDED), and returns them; a task in another state is left
+// as it is. Canceller.Cancel takes a task in any of the three alike, and a
 // task READY when it was confirmed may have been polled since: CancelIn
 // cancels in a transaction that it rolls back when a task was cancelled
-// from another state than confirmed (a cancelled READY task has no
-// owner), and cancels the others again without it. The dashboard's
+// from another state than confirmed (taskapi.Cancellation.From), and
+// cancels the others again without it. The dashboard's
 // cancellations so never change more than their confirmation showed.
 func (b *backend[Tx]) CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error) {
 	seqs := make([]int64, 0, len(confirmed))
@@ -54,7 +54,7 @@ func (b *backend[Tx]) CancelIn(ctx context.Context, topic, reason string, confir
 			}
 			var moved []int64
 			for _, cl := range cancelled {
-				if cancelledFrom(cl) != confirmed[cl.Task.Sequence] {
+				if cl.From != confirmed[cl.Task.Sequence] {
 					moved = append(moved, cl.Task.Sequence)
 				}
 			}
@@ -70,13 +70,4 @@ func (b *backend[Tx]) CancelIn(ctx context.Context, topic, reason string, confir
 		seqs = slices.DeleteFunc(seqs, func(seq int64) bool { return slices.Contains(unconfirmed.moved, seq) })
 	}
 	return nil, nil
-}
-
-// cancelledFrom is the state a cancelled task was in: ACTIVE when an
-// owner ran it, else READY.
-func cancelledFrom(c taskapi.Cancellation) taskapi.State {
-	if c.Owner != "" {
-		return taskapi.Active
-	}
-	return taskapi.Ready
 }

@@ -83,6 +83,32 @@ func testCancelling[Tx any](t *testing.T, b Backend[Tx]) {
 		}
 	}
 
+	all["SuspendedTasksEndAndNoJunctionWakesThem"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		pushed := c.push(topic, taskapi.Append, taskapi.Creation{Identifier: "waits", Suspended: true})
+		c.pushIDs(topic, "runs")
+		c.complete(topic, taskapi.Suspension, c.poll(topic, 1)...)
+		suspended, err := c.repo.Page(c.ctx, c.db, topic, taskapi.Listing{States: []taskapi.State{taskapi.Suspended}}, taskapi.Inception, 10, taskapi.Forward)
+		if c.must(err, "Page"); len(suspended) != 2 {
+			t.Fatalf("setup: %d SUSPENDED tasks, want 2", len(suspended))
+		}
+		got := c.cancel(topic, "no longer wanted", suspended[0].Sequence, suspended[1].Sequence)
+		wantCancelledFrom(t, got, []taskapi.Task{suspended[0].Task, suspended[1].Task}, taskapi.Suspended, "")
+		for _, s := range suspended {
+			info := c.info(topic, s.Sequence)
+			if info.State != taskapi.Cancelled || info.Descent != taskapi.Suspended || info.Output != "cancelled: no longer wanted" {
+				t.Errorf("cancelled SUSPENDED task %d: state %v, descent %v, output %q; want CANCELLED from SUSPENDED with its reason",
+					s.Sequence, info.State, info.Descent, info.Output)
+			}
+		}
+		if _, err := c.repo.ReviveTasks(c.ctx, c.db, topic, taskapi.ReviveReset, pushed[0]); err == nil {
+			t.Error("a cancelled SUSPENDED task was revived")
+		}
+		if len(c.poll(topic, 10)) != 0 {
+			t.Error("a poll after the cancellation of SUSPENDED tasks found a task")
+		}
+	}
+
 	all["EndedTasksAndOtherTopicsAreLeftAlone"] = func(t *testing.T) {
 		c := cancellerOf(setup(t, b, topic, "u"))
 		tasks := c.pushIDs(topic, "ok", "bad", "same", "ready")
@@ -264,14 +290,26 @@ func (c *canceller[Tx]) must(err error, what string) {
 	}
 }
 
-// wantCancelled fails t unless got are tasks, in any order, each with owner.
+// wantCancelled fails t unless got are tasks, in any order, each with
+// owner, and cancelled from Active when owner is given, else from Ready.
 func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Task, owner string) {
+	t.Helper()
+	from := taskapi.Ready
+	if owner != "" {
+		from = taskapi.Active
+	}
+	wantCancelledFrom(t, got, tasks, from, owner)
+}
+
+// wantCancelledFrom fails t unless got are tasks, in any order, each
+// cancelled from the state from, with owner.
+func wantCancelledFrom(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Task, from taskapi.State, owner string) {
 	t.Helper()
 	var seqs []int64
 	for _, c := range got {
 		seqs = append(seqs, c.Task.Sequence)
-		if c.Owner != owner {
-			t.Errorf("cancellation of task %d names owner %q, want %q", c.Task.Sequence, c.Owner, owner)
+		if c.Owner != owner || c.From != from {
+			t.Errorf("cancellation of task %d names owner %q, from %v; want %q, from %v", c.Task.Sequence, c.Owner, c.From, owner, from)
 		}
 		if i := slices.IndexFunc(tasks, func(task taskapi.Task) bool { return task.Sequence == c.Task.Sequence }); i >= 0 && tasks[i] != c.Task {
 			t.Errorf("cancellation returned %+v, want %+v", c.Task, tasks[i])

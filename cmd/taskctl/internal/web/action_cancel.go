@@ -22,9 +22,10 @@ const (
 
 // planCancel cancels tasks (taskapi.Canceller) named by sequence (seq,
 // repeated), each with the state the page that offered it showed (was,
-// in the order of seq): a task's page offers its task when it is READY
-// or ACTIVE, and a page of an identifier's tasks offers the READY ones it
-// shows, with identifier. A task no longer in the state shown is left as
+// in the order of seq): a task's page offers its task when it is READY,
+// ACTIVE or SUSPENDED, a search, a topic's selection and a failure group
+// offer the ones they show, and a page of an identifier's tasks offers
+// the READY ones it shows, with identifier. A task no longer in the state shown is left as
 // it is, at the confirmation and at the POST, and the cancellation itself
 // leaves a task that changed state meanwhile (Store.CancelIn): a
 // cancellation never cancels more than the page showed, such as a task
@@ -78,12 +79,11 @@ func (s *Server) planCancel(ctx context.Context, f form, preview bool) (*plan, e
 }
 
 // checkCancelled fails unless every task of sel may be cancelled as
-// asked: READY or ACTIVE, and with identifier, of that identifier and
-// READY.
+// asked: READY, ACTIVE or SUSPENDED, and with identifier, of that
+// identifier and READY.
 func checkCancelled(sel selection, identifier string, byIdentifier bool) error {
 	if !byIdentifier {
-		return sel.mustBe(func(st taskapi.State) bool { return st == taskapi.Ready || st == taskapi.Active },
-			"only READY or ACTIVE tasks can be cancelled")
+		return sel.mustBe(taskapi.State.Cancellable, "only READY, ACTIVE or SUSPENDED tasks can be cancelled")
 	}
 	if identifier == "" {
 		return badRequest("%s is empty: give the identifier whose READY tasks the page showed", identifierField)

@@ -143,7 +143,7 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 
 // foundLinks returns the actions on what a search found in topic: revive
 // and reassign of those in EXPIRED to SUCCEEDED, defer of the READY ones,
-// cancel of the READY and ACTIVE ones, each while in the state it was
+// cancel of the READY, ACTIVE and SUSPENDED ones, each while in the state it was
 // found in, purge of the finished ones (FAILED to CANCELLED) in the states
 // they were found in.
 func foundLinks(topic string, infos []taskapi.Info) foundTopic {
@@ -151,7 +151,7 @@ func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 	var states []taskapi.State
 	var cancellable []taskapi.Info
 	for _, info := range infos {
-		if info.State == taskapi.Ready || info.State == taskapi.Active {
+		if info.State.Cancellable() {
 			cancellable = append(cancellable, info)
 		}
 		if info.State.Revivable() {

@@ -30,7 +30,8 @@ type taskData struct {
 	Act        map[string]string // the links to the actions on this task, by action
 	Revivable  bool
 	Deferrable bool
-	// Cancel offers to cancel the task when it is READY or ACTIVE, and
+	// Cancel offers to cancel the task when it is READY, ACTIVE or
+	// SUSPENDED, and
 	// CancelReady the READY tasks of its identifier that the page shows
 	// (action_cancel.go); nil otherwise.
 	Cancel, CancelReady *cancelOffer

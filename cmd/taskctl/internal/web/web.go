@@ -63,7 +63,7 @@ type Store interface {
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
 	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
 	// CancelIn cancels the tasks of a topic that are, as they are
-	// cancelled, in the state given for each, READY or ACTIVE, and
+	// cancelled, in the state given for each, READY, ACTIVE or SUSPENDED, and
 	// returns them; the others are left as they are (action_cancel.go).
 	CancelIn(ctx context.Context, topic, reason string, confirmed map[int64]taskapi.State) ([]taskapi.Cancellation, error)
 	Now(ctx context.Context) (time.Time, error)
