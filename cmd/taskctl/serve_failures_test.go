@@ -102,7 +102,7 @@ func TestServeFailures(t *testing.T) {
 			if strings.Contains(page, `<script>alert`) || !strings.Contains(page, `&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;`) {
 				t.Errorf("the hostile error is not escaped:\n%s", page)
 			}
-			if !strings.Contains(page, "grouping the newest 1,000") {
+			if !strings.Contains(page, "grouped by their last error: all 5.") {
 				t.Errorf("the page does not say how many it groups:\n%s", page)
 			}
 			_, listed, _ := strings.Cut(page, `id="failures"`)
@@ -240,9 +240,9 @@ func TestServeFailureGroupActions(t *testing.T) {
 	}
 }
 
-// TestServeFailuresSpread spreads the newest failures over more topics
-// than the failures page reads: it groups the newest it could read, and
-// says so, and a page of one topic shows that topic's.
+// TestServeFailuresSpread spreads the newest failures over 90 topics, more
+// than the failures page read when it stopped at 80 reads: it groups them
+// all, and lists them, and a page of one topic shows that topic's.
 func TestServeFailuresSpread(t *testing.T) {
 	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour})
 	br := newBrowser(t, d.url)
@@ -251,17 +251,63 @@ func TestServeFailuresSpread(t *testing.T) {
 		seqs = append(seqs, failNew(t, d.store, fmt.Sprintf("t%02d", i), "x", "boom").Sequence)
 	}
 	page := br.page("/failures")
-	if !strings.Contains(page, "grouping the newest 80: the newest failures are spread over more topics") {
-		t.Fatalf("the page does not say it grouped the newest 80:\n%s", page)
+	if !strings.Contains(page, "grouped by their last error: all 90.") || !strings.Contains(page, `<td class="num">90</td>`) {
+		t.Fatalf("the page does not group all 90:\n%s", page)
 	}
 	for i, seq := range seqs {
-		listed := strings.Contains(page, fmt.Sprintf("seq=%d\">", seq))
-		if newest := i >= 10 && i >= len(seqs)-maxListedInTest; newest != listed {
-			t.Errorf("task %d (topic %d) listed: %v, want %v", seq, i, listed, newest)
+		if !strings.Contains(page, fmt.Sprintf("seq=%d\">", seq)) {
+			t.Errorf("task %d (topic %d) is not listed", seq, i)
 		}
 	}
-	if one := br.page("/failures?topic=t00"); !strings.Contains(one, "grouping the newest 1,000 (1 read)") {
+	if one := br.page("/failures?topic=t00"); !strings.Contains(one, "grouped by their last error: all 1.") {
 		t.Errorf("the page of one topic:\n%s", one)
+	}
+}
+
+// TestServeFailureGroupCancel cancels the SUSPENDED tasks of a group of
+// the failures page, on SQLite and PostgreSQL: the group's FAILED task
+// is left, having ended; the confirmation names the error and the count,
+// and a task that left the group between the confirmation and the POST
+// (revived, and suspended again with another error) is left as it is.
+// It failed on the old code: a group had no Cancel.
+func TestServeFailureGroupCancel(t *testing.T) {
+	for _, b := range backends(false) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: 100 * time.Millisecond})
+			br := newBrowser(t, d.url)
+			s1 := failNew(t, d.store, "orders", "s1", "out of stock")
+			s2 := failNew(t, d.store, "orders", "s2", "out of stock")
+			f1 := failNew(t, d.store, "orders", "f1", "out of stock")
+			suspend := func(tasks ...taskapi.Task) {
+				t.Helper()
+				for _, task := range tasks {
+					if err := d.store.Reassign(t.Context(), "orders", []taskapi.Assignment{{Task: task, Result: taskapi.Suspension}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			suspend(s1, s2)
+			cancel := buttonLinks(t, br.page("/failures"), "out of stock</td>", "cancel")
+			if len(cancel) != 1 {
+				t.Fatalf("the group has %d cancel links, want 1", len(cancel))
+			}
+			confirm := br.page(cancel[0])
+			if !strings.Contains(confirm, `2 tasks of &#34;orders&#34; whose last error is «out of stock»`) {
+				t.Fatalf("the confirmation does not name the group's error and count:\n%s", confirm)
+			}
+			if _, err := d.store.ReviveTasks(t.Context(), "orders", taskapi.ReviveReset, []taskapi.Task{s2}); err != nil {
+				t.Fatal(err)
+			}
+			failWith(t, d.store, "worker", "orders", "supplier gone")
+			suspend(s2)
+			r := br.post("/action/cancel", confirmForm(t, confirm))
+			if r.status != http.StatusOK || !strings.Contains(r.body, "cancelled 1 task of") ||
+				!strings.Contains(r.body, fmt.Sprintf("skipped task %d: its last error is «supplier gone» now", s2.Sequence)) {
+				t.Errorf("the group's cancellation: %d\n%s", r.status, r.body)
+			}
+			wantTaskStates(t, d.store, "orders", map[int64]string{s1.Sequence: "CANCELLED", s2.Sequence: "SUSPENDED", f1.Sequence: "FAILED"})
+		})
 	}
 }
 
@@ -269,12 +315,14 @@ func TestServeFailuresSpread(t *testing.T) {
 const maxListedInTest = 100
 
 // TestServeFailureGroupWhole revives a whole error group (issue 42: the
-// failures page groups the newest 1,000 failures, and reviving "pq:
+// failures page grouped the newest 1,000 failures, and reviving "pq:
 // duplicate" again and again revived 217, 42, 7 and 2 tasks while 501 of
 // its 769 stayed FAILED): 769 tasks of one error, its text in an attempt
 // log's JSON with its quotes escaped, among 10,000 failures on
-// PostgreSQL. The group's link to every task of its error finds all 769
-// in one search, and one revive revives them, and no other.
+// PostgreSQL. The page groups all 10,000, the group counts 769, and its
+// revive, whose confirmation names the error and the count, revives them
+// all, and no other; the group's link to every task of its error finds
+// the same 769 in one search.
 func TestServeFailureGroupWhole(t *testing.T) {
 	t.Parallel()
 	d := startDashboard(t, postgresURL(t), web.Config{Refresh: 100 * time.Millisecond})
@@ -290,17 +338,22 @@ func TestServeFailureGroupWhole(t *testing.T) {
 	seqs := failAll(t, d.store, "orders", outputs)
 	br := newBrowser(t, d.url)
 	page := br.page("/failures")
-	_, group, ok := strings.Cut(page, "pq: duplicate key value violates unique constraint &#34;orders_pkey&#34;")
-	every := regexp.MustCompile(`<a class="every" href="([^"]+)"`).FindStringSubmatch(group)
-	if !ok || every == nil {
-		t.Fatalf("the failures page has no group of the duplicate key, or no link to its every task:\n%s", page)
+	const shown = "pq: duplicate key value violates unique constraint &#34;orders_pkey&#34;"
+	if !strings.Contains(page, "grouped by their last error: all 10,000.") || !strings.Contains(page, `<td class="num">769</td>
+<td class="text error">`+shown) {
+		t.Fatalf("the failures page does not group all 10,000 failures, or not the 769 of the duplicate key together:\n%s", page)
 	}
-	found := br.page(html.UnescapeString(every[1]))
-	if !strings.Contains(found, "769 tasks found") {
+	_, group, _ := strings.Cut(page, shown)
+	every := regexp.MustCompile(`<a class="every" href="([^"]+)"`).FindStringSubmatch(group)
+	if every == nil {
+		t.Fatalf("the group has no link to its every task:\n%s", group)
+	}
+	if found := br.page(html.UnescapeString(every[1])); !strings.Contains(found, "769 tasks found") {
 		t.Fatalf("the search of every task of the error does not find 769:\n%s", found)
 	}
-	revive := buttonLinks(t, found, `every task found</th></tr></thead>`, "revive")
-	if done := act(t, br, revive[0], "769 tasks would be made READY"); !strings.Contains(done, "revived 769 tasks") {
+	revive := buttonLinks(t, page, shown, "revive")
+	confirm := `769 tasks of &#34;orders&#34; whose last error is «` + shown + `», selected by sequence:`
+	if done := act(t, br, revive[0], confirm); !strings.Contains(done, "revived 769 tasks") {
 		t.Errorf("the revival of the group says:\n%s", done)
 	}
 	want := map[taskapi.State]int64{taskapi.Ready: duplicates, taskapi.Failed: failures - duplicates}

@@ -52,6 +52,7 @@ func (s *Server) planCancel(ctx context.Context, f form, preview bool) (*plan, e
 			return nil, err
 		}
 	}
+	sel.keepError()
 	identifier, byIdentifier := url.Values(f).Get(identifierField), url.Values(f).Has(identifierField)
 	if err := checkCancelled(sel, identifier, byIdentifier); err != nil {
 		return nil, err
@@ -122,7 +123,7 @@ func cancelLines(sel selection, identifier string, byIdentifier bool, reason str
 		lines = append(lines, fmt.Sprintf("%s of identifier %q in %q, those the page showed READY, would be CANCELLED for good: never polled, retried or revived.",
 			readyWord(n), identifier, sel.topic),
 			"Tasks of the identifier pushed since the page was drawn, and its ACTIVE tasks, are left as they are.")
-	case n == 1:
+	case n == 1 && !sel.byError:
 		lines = append(lines, fmt.Sprintf("Task %d of %q, %s, would be CANCELLED for good: never polled, retried or revived.",
 			sel.infos[0].Sequence, sel.topic, sel.infos[0].State))
 	default:

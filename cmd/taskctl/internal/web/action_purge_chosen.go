@@ -25,6 +25,7 @@ func (s *Server) planPurgeChosen(ctx context.Context, f form, preview bool) (*pl
 	if err != nil {
 		return nil, err
 	}
+	sel.keepError()
 	in, err := confirmedStates(f, sel)
 	if err != nil {
 		return nil, err
@@ -69,6 +70,7 @@ func (s *Server) purgeChosen(ctx context.Context, sel selection, states []taskap
 	if left := int64(len(sel.infos)) - purged; left > 0 && err == nil {
 		o.Lines = append(o.Lines, fmt.Sprintf("%s left alone: no longer in %s, or gone.", tasksWord(left), stateList(states)))
 	}
+	o.Lines = append(o.Lines, sel.skippedLines()...)
 	if err != nil {
 		o.Lines = append(o.Lines, fmt.Sprintf("then it stopped: %v", err))
 	}

@@ -33,6 +33,17 @@ func withinBudget(ctx context.Context, budget time.Duration, count func(ctx cont
 	return err == nil, err
 }
 
+// pageShare is how long a reading of all there is may take within the
+// page's read timeout: three quarters of the time left to the deadline of
+// ctx, so that the page still renders in the rest; least when that is
+// less, or when ctx has no deadline.
+func pageShare(ctx context.Context, least time.Duration) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return max(time.Until(deadline)*3/4, least)
+	}
+	return least
+}
+
 // estimate is how many tasks an action would change, as its confirmation
 // says: an exact count, or a bound from the sampler's last count when
 // counting took longer than the budget.

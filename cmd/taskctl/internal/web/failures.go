@@ -12,13 +12,15 @@ import (
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
-// maxFailures bounds how many of the newest failures the failures page
-// reads and groups; one read of a state of a topic takes from
-// minFailureChunk to failureChunk tasks.
+// The failures page reads every FAILED and SUSPENDED task within its
+// budget: a state of a topic is read in chunks of failureChunk tasks at
+// most (of minFailureChunk at least, as many as were counted in it
+// otherwise), and of what it reads it keeps the newest maxFailuresKept to
+// list the newest of them by the time they finished.
 const (
-	maxFailures     = 1000
-	failureChunk    = 200
+	failureChunk    = 1000
 	minFailureChunk = 10
+	maxFailuresKept = 1000
 )
 
 // maxErrorText bounds the error text a failure is grouped and shown by.
@@ -35,62 +37,60 @@ type failure struct {
 	Finished time.Time // when it completed; created, when pushed SUSPENDED
 }
 
-// readFailures reads up to limit tasks in states across topics (one
-// topic when only is given), newest first by sequence. A count of the
-// states per topic first says which topics hold any, and the highest
-// sequence of each (on PostgreSQL the index of the rare states serves it,
-// a few dozen topics a statement). Then each state of each such topic is
-// read backwards by sequence, in chunks, when the merge reaches it (one
-// state at a time, so that the index yields it in order), and they are
-// merged by sequence, which all topics share: a thousand topics cost a
-// count, not two thousand reads. The reads are one transaction.
+// readFailures reads the tasks in states across topics (one topic when
+// only is given), newest first by sequence, and groups them by their last
+// error as it reads (g). A count of the states per topic first says which
+// topics hold any, and the highest sequence of each (on PostgreSQL the
+// index of the rare states serves it, a few dozen topics a statement).
+// Then each state of each such topic is read backwards by sequence, in
+// chunks, when the merge reaches it (one state at a time, so that the
+// index yields it in order), and they are merged by sequence, which all
+// topics share. The reads are one transaction.
 //
-// After maxReads reads it stops: what it returns is still the newest
-// failures, fewer of them, and cut says so.
-func readFailures(ctx context.Context, store Store, counts map[string]map[taskapi.State]taskapi.Summary, states []taskapi.State, limit, maxReads int) (out []failure, cut bool, err error) {
-	heads := failureHeads(counts, states, limit)
+// No read begins after until: what it has grouped then is still the
+// newest failures, fewer of them, and cut says so. A read under way is
+// not stopped (the page's own deadline bounds it), so that the
+// transaction ends as it began.
+func readFailures(ctx context.Context, store Store, counts map[string]map[taskapi.State]taskapi.Summary, states []taskapi.State, until time.Time, g *grouper) (cut bool, err error) {
+	heads := failureHeads(counts, states)
 	err = store.Pages(ctx, func(p ops.Pager) error {
-		for len(out) < limit {
+		for {
 			i := newestHead(heads)
 			if i < 0 {
 				return nil
 			}
 			h := &heads[i]
 			if !h.read {
-				if cut = maxReads == 0; cut {
+				if cut = !time.Now().Before(until); cut {
 					return nil
 				}
-				maxReads--
 				if err := h.fill(ctx, p); err != nil {
 					return err
 				}
 				continue
 			}
-			out = append(out, newFailure(h.topic, h.infos[0]))
+			g.add(newFailure(h.topic, h.infos[0]))
 			if h.infos = h.infos[1:]; len(h.infos) == 0 && !h.done {
 				h.read = false
 			}
 		}
-		return nil
 	})
-	return out, cut, err
+	return cut, err
 }
 
 // failureHeads returns a head for each state of each topic that counts
-// tasks in it, none of them read yet. Many heads read small chunks: what
-// the page shows is spread over them, and each read is a round trip.
-func failureHeads(counts map[string]map[taskapi.State]taskapi.Summary, states []taskapi.State, limit int) []failureHead {
+// tasks in it, none of them read yet, each to read chunks of as many
+// tasks as were counted and one more (so that one read of an exact count
+// finds the end), within minFailureChunk and failureChunk.
+func failureHeads(counts map[string]map[taskapi.State]taskapi.Summary, states []taskapi.State) []failureHead {
 	var heads []failureHead
 	for topic, byState := range counts {
 		for _, state := range states {
 			if sum := byState[state]; sum.Count > 0 {
-				heads = append(heads, failureHead{topic: topic, state: state, cursor: taskapi.MaxSequence, next: sum.Bound})
+				chunk := int(max(minFailureChunk, min(failureChunk, sum.Count+1)))
+				heads = append(heads, failureHead{topic: topic, state: state, cursor: taskapi.MaxSequence, next: sum.Bound, chunk: chunk})
 			}
 		}
-	}
-	chunk := max(minFailureChunk, min(failureChunk, limit/max(1, len(heads))+1))
-	for i := range heads {
-		heads[i].chunk = chunk
 	}
 	return heads
 }
@@ -184,36 +184,70 @@ type failureGroup struct {
 	Count          int64
 	Newest, Oldest time.Time
 	Topics         []groupTopic // by topic name
-	Failures       []failure    // newest first
 }
 
 // groupTopic is the part of a group in one topic: its tasks by sequence,
 // for the group's actions.
 type groupTopic struct {
-	Topic  string
-	Seqs   []int64
-	States []taskapi.State // the states among them
+	Topic     string
+	Seqs      []int64
+	States    []taskapi.State // the states among them
+	Suspended []int64         // of Seqs, the SUSPENDED ones
 }
 
-// groupFailures groups failures by error text, the largest group first
-// (then the most recent).
-func groupFailures(failures []failure) []failureGroup {
-	byError := map[string]*failureGroup{}
-	var groups []*failureGroup
-	for _, f := range failures {
-		g := byError[f.Error]
-		if g == nil {
-			g = &failureGroup{Error: f.Error, Newest: f.Finished, Oldest: f.Finished}
-			byError[f.Error] = g
-			groups = append(groups, g)
-		}
-		g.Count++
-		g.Failures = append(g.Failures, f)
-		g.Newest, g.Oldest = later(g.Newest, f.Finished), earliest(g.Oldest, f.Finished)
+// grouper groups failures by error text as they are read, and keeps the
+// first maxFailuresKept of them.
+type grouper struct {
+	groups  []*failureGroup
+	byError map[string]*failureGroup
+	topics  map[*failureGroup]map[string]*groupTopic
+	read    int64
+	kept    []failure
+}
+
+// add counts f in its group.
+func (gr *grouper) add(f failure) {
+	if gr.byError == nil {
+		gr.byError, gr.topics = map[string]*failureGroup{}, map[*failureGroup]map[string]*groupTopic{}
 	}
-	out := make([]failureGroup, len(groups))
-	for i, g := range groups {
-		g.Topics = topicsOf(g.Failures)
+	gr.read++
+	if len(gr.kept) < maxFailuresKept {
+		gr.kept = append(gr.kept, f)
+	}
+	g := gr.byError[f.Error]
+	if g == nil {
+		g = &failureGroup{Error: f.Error, Newest: f.Finished, Oldest: f.Finished}
+		gr.byError[f.Error], gr.topics[g] = g, map[string]*groupTopic{}
+		gr.groups = append(gr.groups, g)
+	}
+	g.Count++
+	g.Newest, g.Oldest = later(g.Newest, f.Finished), earliest(g.Oldest, f.Finished)
+	gt := gr.topics[g][f.Topic]
+	if gt == nil {
+		gt = &groupTopic{Topic: f.Topic}
+		gr.topics[g][f.Topic] = gt
+	}
+	gt.Seqs = append(gt.Seqs, f.Info.Sequence)
+	if f.Info.State == taskapi.Suspended {
+		gt.Suspended = append(gt.Suspended, f.Info.Sequence)
+	}
+	if !slices.Contains(gt.States, f.Info.State) {
+		gt.States = append(gt.States, f.Info.State)
+	}
+}
+
+// result returns the groups, the largest first (then the most recent),
+// each with its topics by name and their tasks by sequence.
+func (gr *grouper) result() []failureGroup {
+	out := make([]failureGroup, len(gr.groups))
+	for i, g := range gr.groups {
+		for _, gt := range gr.topics[g] {
+			slices.Sort(gt.Seqs)
+			slices.Sort(gt.Suspended)
+			slices.Sort(gt.States)
+			g.Topics = append(g.Topics, *gt)
+		}
+		slices.SortFunc(g.Topics, func(a, b groupTopic) int { return strings.Compare(a.Topic, b.Topic) })
 		out[i] = *g
 	}
 	slices.SortStableFunc(out, func(a, b failureGroup) int {
@@ -222,30 +256,14 @@ func groupFailures(failures []failure) []failureGroup {
 	return out
 }
 
-// topicsOf splits failures by topic.
-func topicsOf(failures []failure) []groupTopic {
-	by := map[string]*groupTopic{}
-	var names []string
+// groupFailures groups failures by error text, the largest group first
+// (then the most recent).
+func groupFailures(failures []failure) []failureGroup {
+	var gr grouper
 	for _, f := range failures {
-		gt := by[f.Topic]
-		if gt == nil {
-			gt = &groupTopic{Topic: f.Topic}
-			by[f.Topic] = gt
-			names = append(names, f.Topic)
-		}
-		gt.Seqs = append(gt.Seqs, f.Info.Sequence)
-		if !slices.Contains(gt.States, f.Info.State) {
-			gt.States = append(gt.States, f.Info.State)
-		}
+		gr.add(f)
 	}
-	slices.Sort(names)
-	out := make([]groupTopic, len(names))
-	for i, name := range names {
-		out[i] = *by[name]
-		slices.Sort(out[i].Seqs)
-		slices.Sort(out[i].States)
-	}
-	return out
+	return gr.result()
 }
 
 // byFinished sorts failures newest first by the time they finished, then

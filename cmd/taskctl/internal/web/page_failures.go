@@ -10,11 +10,9 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// maxFailureReads bounds the reads of the failures page (each of a chunk
-// of one state of one topic, a millisecond or two): past it, the page
-// groups what it has, the newest failures still, fewer of them. Only
-// when the newest failures are spread over many topics does it matter.
-const maxFailureReads = 80
+// minFailureShare is the least time the failures page reads for, when
+// its read timeout leaves less than that: every page reads some.
+const minFailureShare = 100 * time.Millisecond
 
 // maxFailuresListed bounds the failures the page lists one by one (the
 // groups count every one read).
@@ -24,9 +22,9 @@ const maxFailuresListed = 100
 type failuresData struct {
 	Topic    string          // the one topic shown; empty: every topic
 	States   []taskapi.State // the states shown
-	Limit    int64           // how many of the newest are grouped
-	Read     int64           // how many were read
-	Cut      bool            // the reading stopped at its bound of reads, before Limit
+	Counts   int64           // how many the count found
+	Read     int64           // how many were read and grouped
+	Cut      bool            // the reading stopped at its share of the read timeout, before the oldest
 	Counted  time.Time       // of many topics: the sampler's count that chose the topics read; zero: counted for the page
 	Groups   []failureView
 	Listed   []failure // the newest, by time finished
@@ -42,21 +40,25 @@ type failureView struct {
 // groupActions are the links of a group's actions in one topic.
 type groupActions struct {
 	Topic                string
-	Count                int64
+	Count                int64 // how many the actions name: at most maxSelected
+	Of                   int64 // how many the group has in the topic
+	Suspended            int64 // how many SUSPENDED ones Cancel names: at most maxSelected
 	Revive, Retry, Purge string
+	Cancel               string // of the SUSPENDED ones, when there are
 	Every                string // the search of every task of the topic with the group's error
 }
 
-// failuresPage lists the FAILED and SUSPENDED tasks of every topic (or
-// of topic), the newest first, with the last error of each, grouped by
-// error text, each group with its actions.
+// failuresPage groups every FAILED and SUSPENDED task of every topic (or
+// of topic) by its last error, each group with its actions, within three
+// quarters of its read timeout (readFailures), and lists the newest of
+// them with the last error of each.
 //
 // It reads within the page's read timeout (deadline.go), and as a page
 // filtered by state: through the gate of such pages (gate.go).
 func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	f := form(r.URL.Query())
-	d := failuresData{Limit: maxFailures, ReadOnly: s.cfg.ReadOnly}
+	d := failuresData{ReadOnly: s.cfg.ReadOnly}
 	err := s.failureTopic(ctx, f, &d)
 	if err == nil {
 		d.States, err = failureStates(f)
@@ -76,17 +78,18 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	failures, cut, err := readFailures(ctx, s.cfg.Reads, counts, d.States, maxFailures, maxFailureReads)
+	var g grouper
+	d.Cut, err = readFailures(ctx, s.cfg.Reads, counts, d.States, time.Now().Add(pageShare(ctx, minFailureShare)), &g)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d.Read, d.Cut = int64(len(failures)), cut
-	for _, g := range groupFailures(failures) {
-		d.Groups = append(d.Groups, failureView{failureGroup: g, Actions: groupLinks(g.Error, g.Topics)})
+	d.Counts, d.Read = total(counts), g.read
+	for _, gr := range g.result() {
+		d.Groups = append(d.Groups, failureView{failureGroup: gr, Actions: groupLinks(gr.Error, gr.Topics)})
 	}
-	byFinished(failures)
-	d.Listed = failures[:min(len(failures), maxFailuresListed)]
+	byFinished(g.kept)
+	d.Listed = g.kept[:min(len(g.kept), maxFailuresListed)]
 	s.render(w, r, http.StatusOK, "failures", frame{Title: "Failures", Nav: "failures", Data: d})
 }
 
@@ -115,20 +118,53 @@ func failureStates(f form) ([]taskapi.State, error) {
 	return states, nil
 }
 
+// errorField carries the last error of a group of the failures page
+// with the tasks of its actions: the confirmation shows it, and acts on
+// the named tasks that still have it (selection.go).
+const errorField = "error"
+
 // groupLinks returns the links of the actions on each topic's part of a
-// group: the tasks named by sequence, and for a purge the states they
-// were seen in, so that the action changes these tasks and no other.
+// group: the tasks named by sequence (maxSelected at most) with the
+// group's error, and for a purge the states they were seen in, for a
+// cancellation the SUSPENDED ones, so that the action changes these tasks
+// and no other.
 func groupLinks(errorText string, topics []groupTopic) []groupActions {
 	out := make([]groupActions, len(topics))
 	for i, gt := range topics {
 		seqs := gt.Seqs[:min(len(gt.Seqs), maxSelected)]
-		v := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs)}
-		purge := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs), "in": stateNames(gt.States)}
-		out[i] = groupActions{Topic: gt.Topic, Count: int64(len(seqs)),
+		v := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs), errorField: {errorText}}
+		purge := url.Values{"topic": {gt.Topic}, "seq": seqValues(seqs), "in": stateNames(gt.States), errorField: {errorText}}
+		out[i] = groupActions{Topic: gt.Topic, Count: int64(len(seqs)), Of: int64(len(gt.Seqs)),
 			Revive: link("/action/revive", v), Retry: link("/action/retry", v), Purge: link("/action/purge", purge),
 			Every: link("/search", url.Values{"topic": {gt.Topic}, "output": {errorText}, "whole": {"1"}})}
+		if len(gt.Suspended) > 0 {
+			out[i].Suspended, out[i].Cancel = suspendedLink(gt.Topic, errorText, gt.Suspended[:min(len(gt.Suspended), maxSelected)])
+		}
 	}
 	return out
+}
+
+// suspendedLink returns the link of the cancellation of the SUSPENDED
+// tasks of a group, seqs, and how many it names. FAILED tasks have ended:
+// Cancel takes none.
+func suspendedLink(topic, errorText string, seqs []int64) (int64, string) {
+	v := url.Values{"topic": {topic}, errorField: {errorText}}
+	for _, seq := range seqs {
+		v.Add("seq", itoa(seq))
+		v.Add(wasField, taskapi.Suspended.String())
+	}
+	return int64(len(seqs)), link("/action/cancel", v)
+}
+
+// total is how many tasks counts counts.
+func total(counts map[string]map[taskapi.State]taskapi.Summary) int64 {
+	var n int64
+	for _, byState := range counts {
+		for _, sum := range byState {
+			n += sum.Count
+		}
+	}
+	return n
 }
 
 // stateNames names states.

@@ -115,8 +115,8 @@ func (q searchQuery) matches(info taskapi.Info) bool {
 // to be acted on at once: readTimeout is the page's.
 func scanField(ctx context.Context, store Store, q searchQuery, topic string, f *found) error {
 	spend := scanBudget
-	if deadline, ok := ctx.Deadline(); ok && q.whole {
-		spend = max(time.Until(deadline)*3/4, scanBudget)
+	if q.whole {
+		spend = pageShare(ctx, scanBudget)
 	}
 	budget, cancel := context.WithTimeout(ctx, spend)
 	defer cancel()

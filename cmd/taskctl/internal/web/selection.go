@@ -23,6 +23,12 @@ type selection struct {
 	span    taskapi.Range // cut at the bound, by state
 	bound   bound         // what the confirmation saw, by state (bound.go)
 	skipped []skipped     // named tasks no longer as confirmed, at the POST
+	// A group of the failures page names its tasks with its last error
+	// (errorField): those that have another last error now are strayed,
+	// left out and left as they are.
+	errorText string
+	byError   bool
+	strayed   []taskapi.Info
 }
 
 // skipped is a named task that changed state between its confirmation and
@@ -54,6 +60,7 @@ func (s *Server) selectBound(ctx context.Context, f form, defaultState *taskapi.
 	case !preview:
 		err = sel.keepConfirmed(url.Values(f)[wasField])
 	}
+	sel.keepError()
 	return sel, err
 }
 
@@ -81,12 +88,35 @@ func (sel *selection) keepConfirmed(was []string) error {
 	return nil
 }
 
+// keepError leaves in a selection named with an error (a group of the
+// failures page) the named tasks whose last error is still that, and
+// moves the others to strayed. It comes after keepConfirmed, which pairs
+// the named tasks with the states sent back, all of them.
+func (sel *selection) keepError() {
+	if !sel.byError {
+		return
+	}
+	kept := sel.infos[:0:0]
+	for _, info := range sel.infos {
+		if lastError(info.Output) == sel.errorText {
+			kept = append(kept, info)
+		} else {
+			sel.strayed = append(sel.strayed, info)
+		}
+	}
+	sel.infos = kept
+}
+
 // skippedLines says which named tasks were left as they are, and why.
 func (sel selection) skippedLines() []string {
 	var lines []string
 	for _, sk := range sel.skipped {
 		lines = append(lines, fmt.Sprintf("skipped task %d: it is %s now, not %s as confirmed; it was left as it is.",
 			sk.info.Sequence, sk.info.State, sk.was))
+	}
+	for _, info := range sel.strayed {
+		lines = append(lines, fmt.Sprintf("skipped task %d: its last error is «%s» now, not the group's; it was left as it is.",
+			info.Sequence, lastError(info.Output)))
 	}
 	return lines
 }
@@ -116,6 +146,9 @@ func selectTasks(ctx context.Context, store Store, f form, defaultState *taskapi
 		return sel, badRequest("give the tasks by sequence, or a state with from and to, not both")
 	case len(seqs) > 0:
 		sel.infos, err = ops.LookupInfos(ctx, store, sel.topic, seqs)
+		if text, ok := url.Values(f)[errorField]; ok {
+			sel.errorText, sel.byError = text[0], true
+		}
 		return sel, err
 	case !sel.byState && defaultState != nil:
 		sel.state, sel.byState = *defaultState, true
@@ -150,6 +183,9 @@ func (sel selection) values() url.Values {
 		for _, info := range sel.infos {
 			v.Add(wasField, info.State.String())
 		}
+		if sel.byError {
+			v.Set(errorField, sel.errorText)
+		}
 		return v
 	}
 	v.Set("state", sel.state.String())
@@ -174,7 +210,14 @@ func (sel selection) rows() []taskRow {
 
 // describe says which tasks the selection holds.
 func (sel selection) describe() string {
-	if !sel.byState {
+	switch {
+	case sel.byError:
+		text := fmt.Sprintf("%s of %q whose last error is «%s», selected by sequence", tasksWord(int64(len(sel.infos))), sel.topic, sel.errorText)
+		if n := len(sel.strayed); n > 0 {
+			text += fmt.Sprintf(" (of the tasks named with them, %s with another last error now left as they are)", tasksWord(int64(n)))
+		}
+		return text
+	case !sel.byState:
 		return fmt.Sprintf("%s of %q, selected by sequence", tasksWord(int64(len(sel.infos))), sel.topic)
 	}
 	return fmt.Sprintf("every %s task of %q with %s", sel.state, sel.topic, spanText(sel.span))
