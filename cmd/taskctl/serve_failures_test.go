@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"html"
 	"net/http"
@@ -365,6 +366,42 @@ func TestServeFailureGroupWhole(t *testing.T) {
 	}
 }
 
+// failOldest fails the n oldest READY tasks of topic on a PostgreSQL
+// store, a thousand to a transaction, through owner, each with the output
+// outputOf gives for its sequence.
+func failOldest(t testing.TB, s store, owner, topic string, n int, outputOf func(seq int64) string) {
+	t.Helper()
+	if err := failOldestIn(t.Context(), s, owner, topic, n, outputOf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// failOldestIn is failOldest, returning its error.
+func failOldestIn(ctx context.Context, s store, owner, topic string, n int, outputOf func(seq int64) string) error {
+	b, ok := s.(*backend[taskpg.DB])
+	if !ok {
+		return fmt.Errorf("failOldest takes a PostgreSQL store, not %T", s)
+	}
+	repo, err := b.newRepo(owner)
+	if err == nil {
+		_, err = repo.Register(ctx, b.db)
+	}
+	for done := 0; err == nil && done < n; done += 1000 {
+		err = b.transact(ctx, func(tx taskpg.DB) error {
+			polled, err := repo.Poll(ctx, tx, topic, min(1000, n-done))
+			if err != nil {
+				return err
+			}
+			completions := make([]taskapi.Completion, len(polled))
+			for i, task := range polled {
+				completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Failure, Output: outputOf(task.Sequence)}}
+			}
+			return repo.Complete(ctx, tx, topic, completions...)
+		})
+	}
+	return err
+}
+
 // failAll pushes a task of topic per output and fails each with its
 // output, through an owner of the test's own; it returns their sequences.
 func failAll(t *testing.T, s store, topic string, outputs []string) []int64 {
@@ -384,30 +421,7 @@ func failAll(t *testing.T, s store, topic string, outputs []string) []int64 {
 	for i, task := range tasks {
 		output[task.Sequence] = outputs[i]
 	}
-	b, ok := s.(*backend[taskpg.DB])
-	if !ok {
-		t.Fatalf("failAll takes a PostgreSQL store, not %T", s)
-	}
-	repo, err := b.newRepo("bulk-failer")
-	if err == nil {
-		_, err = repo.Register(t.Context(), b.db)
-	}
-	for first := 0; err == nil && first < len(tasks); first += 1000 {
-		err = b.transact(t.Context(), func(tx taskpg.DB) error {
-			polled, err := repo.Poll(t.Context(), tx, topic, 1000)
-			if err != nil {
-				return err
-			}
-			completions := make([]taskapi.Completion, len(polled))
-			for i, task := range polled {
-				completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Failure, Output: output[task.Sequence]}}
-			}
-			return repo.Complete(t.Context(), tx, topic, completions...)
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	failOldest(t, s, "bulk-failer", topic, len(tasks), func(seq int64) string { return output[seq] })
 	seqs := make([]int64, len(tasks))
 	for i, task := range tasks {
 		seqs[i] = task.Sequence
