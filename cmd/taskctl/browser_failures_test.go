@@ -16,8 +16,9 @@ import (
 // their counts, shows a hostile error as text, and the revive button of
 // a group leads to a confirmation of exactly the group's tasks, naming
 // their error, which revives them and no other; the cancel button of a
-// group of SUSPENDED tasks cancels them; the search page finds a task by
-// a prefix.
+// group of SUSPENDED tasks cancels them; the filters of the failures page
+// and of a topic's page by the text of the output find what they should;
+// the search page finds a task by a prefix.
 func TestBrowserFailures(t *testing.T) {
 	needBrowser(t)
 	db := postgresURL(t)
@@ -43,6 +44,18 @@ func TestBrowserFailures(t *testing.T) {
 	if errs := b.texts(`#groups td.error`); len(errs) != 3 || !slices.ContainsFunc(errs, func(e string) bool { return strings.Contains(e, `<img src=x onerror=alert(1)>`) }) {
 		t.Errorf("the errors of the groups read %q", errs)
 	}
+	b.set(`form.filter input[name=output]`, "gateway")
+	b.click(`form.filter button`)
+	if got := b.texts(`#groups tr.group td.num`); !slices.Equal(trimmed(got), []string{"3"}) {
+		t.Errorf("the failures whose output holds \"gateway\" are grouped as %q, want one group of 3", got)
+	}
+	b.open(base + "/topic?topic=orders")
+	b.set(`form.filter input[name=output]`, "onerror")
+	b.click(`form.filter button`)
+	if got := b.texts(`#results tbody td.num a`); len(got) != 1 || strings.TrimSpace(got[0]) != fmt.Sprint(hostile.Sequence) {
+		t.Errorf("the topic's tasks whose output holds \"onerror\" are %q, want task %d", got, hostile.Sequence)
+	}
+	b.click(`nav a[href="/failures"]`)
 	b.click(`#groups tr.group:nth-child(1) a.button.revive`)
 	if rows := b.texts(`table.tasks tbody tr`); len(rows) != 3 {
 		t.Errorf("the confirmation lists %d tasks, want the group's 3", len(rows))

@@ -84,7 +84,16 @@ func TestServeAMillionTasks(t *testing.T) {
 		t.Errorf("the failures page says neither that it grouped all nor how many:\n%s", page)
 	}
 
-	r := br.get("/search?topic=orders&whole=1&output=" + url.QueryEscape("error 7: the gateway"))
+	filtered := br.page("/failures?topic=orders&output=" + url.QueryEscape("error 7:"))
+	if g := regexp.MustCompile(`<td class="num">([\d,]+)</td>\s*<td class="text error">error 7: the gateway said no</td>`).FindStringSubmatch(filtered); g == nil ||
+		strings.Contains(filtered, "grouped by their last error: all ") && g[1] != "5,000" {
+		t.Errorf("the failures of error 7 are not grouped as 5,000:\n%s", filtered)
+	}
+	r := br.get("/topic?topic=orders&state=FAILED&field=customer.id&value=42")
+	if to := r.header.Get("Location"); r.status != http.StatusSeeOther || br.get(to).status != http.StatusOK {
+		t.Errorf("a topic's page filtered by a field: %d to %q, want 303 to a search that answers", r.status, to)
+	}
+	r = br.get("/search?topic=orders&whole=1&output=" + url.QueryEscape("error 7: the gateway"))
 	if r.status != http.StatusOK || !strings.Contains(r.body, "tasks found") {
 		t.Errorf("a search of an error's text in the outputs: %d\n%s", r.status, r.body)
 	}

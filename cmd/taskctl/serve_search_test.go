@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"html"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -273,4 +274,90 @@ func reversed(tasks []taskapi.Task) []taskapi.Task {
 	out := slices.Clone(tasks)
 	slices.Reverse(out)
 	return out
+}
+
+// TestServeFiltersOnEveryList filters the lists of the dashboard by a
+// field of the input and by a text of the output (issue 42, point 4), on
+// SQLite, PostgreSQL and MySQL: the failures page groups only the
+// failures that match; a topic's page filtered so sends the operator to
+// the search of its topic in the states ticked, whose actions take all it
+// found; the search takes states. Bad filters are refused, changing
+// nothing. It failed on the old code: the topic's page and the failures
+// page ignored the filters, and the search took no state.
+func TestServeFiltersOnEveryList(t *testing.T) {
+	for _, b := range backends(true) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			d := startDashboard(t, b.url(t), web.Config{Refresh: time.Second})
+			if _, err := d.store.Initialize(t.Context(), "orders"); err != nil {
+				t.Fatal(err)
+			}
+			customer := func(ids ...int) []taskapi.Task {
+				creations := make([]taskapi.Creation, len(ids))
+				for i, id := range ids {
+					creations[i] = taskapi.Creation{Identifier: fmt.Sprintf("order-%d-%d", id, i), Input: fmt.Sprintf(`{"customer": {"id": %d}}`, id)}
+				}
+				tasks, err := d.store.Push(t.Context(), "orders", taskapi.Append, creations)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tasks
+			}
+			failed := customer(7, 8, 7, 8)
+			for _, output := range []string{"duplicate key", "duplicate key", "timeout", "timeout"} {
+				failWith(t, d.store, "worker", "orders", output) // the oldest READY: in the order pushed
+			}
+			ready := customer(7, 8, 7, 8)
+			br := newBrowser(t, d.url)
+
+			groups := func(page string) map[string]string {
+				got := map[string]string{}
+				for _, m := range regexp.MustCompile(`<td class="num">(\d+)</td>\s*<td class="text error">([^<]*)</td>`).FindAllStringSubmatch(page, -1) {
+					got[m[2]] = m[1]
+				}
+				return got
+			}
+			page := br.page("/failures?field=customer.id&value=7")
+			if got := groups(page); !maps.Equal(got, map[string]string{"duplicate key": "1", "timeout": "1"}) || !strings.Contains(page, "2 of them match the filter") {
+				t.Errorf("the failures of customer 7 are grouped as %v, want one of each error:\n%s", got, page)
+			}
+			if got := groups(br.page("/failures?output=duplicate")); !maps.Equal(got, map[string]string{"duplicate key": "2"}) {
+				t.Errorf("the failures whose output holds \"duplicate\" are grouped as %v", got)
+			}
+
+			r := br.get("/topic?topic=orders&state=READY&field=customer.id&value=7")
+			to := r.header.Get("Location")
+			if r.status != http.StatusSeeOther || !strings.HasPrefix(to, "/search?") {
+				t.Fatalf("a topic's page filtered by a field: %d to %q, want 303 to the search", r.status, to)
+			}
+			found := br.page(to)
+			if got, want := foundSeqs(found), seqStrings(ready[2], ready[0]); !slices.Equal(got, want) {
+				t.Fatalf("the search of customer 7 among the READY tasks found %v, want %v:\n%s", got, want, found)
+			}
+			cancel := buttonLinks(t, found, `every task found</th></tr></thead>`, "cancel")
+			if done := act(t, br, cancel[0], "2 tasks"); !strings.Contains(done, "cancelled 2 tasks") {
+				t.Errorf("the cancellation of what the filter found says:\n%s", done)
+			}
+			wantTaskStates(t, d.store, "orders", map[int64]string{ready[0].Sequence: "CANCELLED", ready[2].Sequence: "CANCELLED",
+				ready[1].Sequence: "READY", failed[0].Sequence: "FAILED"})
+
+			found = br.page("/search?topic=orders&state=FAILED&output=duplicate")
+			if got, want := foundSeqs(found), seqStrings(failed[1], failed[0]); !slices.Equal(got, want) {
+				t.Errorf("the search of \"duplicate\" among the FAILED tasks found %v, want %v", got, want)
+			}
+			for path, want := range map[string]int{
+				"/topic?topic=orders&output=x&since=1h":    http.StatusBadRequest,
+				"/failures?value=3":                        http.StatusBadRequest,
+				"/failures?output=%FF":                     http.StatusBadRequest,
+				"/failures?field=a..b&value=1":             http.StatusBadRequest,
+				"/search?state=READY&identifier=order":     http.StatusBadRequest,
+				"/search?topic=orders&state=NOPE&output=x": http.StatusBadRequest,
+			} {
+				if r := br.get(path); r.status != want {
+					t.Errorf("GET %s: %d, want %d", path, r.status, want)
+				}
+			}
+			wantTaskStates(t, d.store, "orders", map[int64]string{ready[1].Sequence: "READY", ready[3].Sequence: "READY"})
+		})
+	}
 }

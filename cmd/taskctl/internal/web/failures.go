@@ -195,22 +195,27 @@ type groupTopic struct {
 	Suspended []int64         // of Seqs, the SUSPENDED ones
 }
 
-// grouper groups failures by error text as they are read, and keeps the
-// first maxFailuresKept of them.
+// grouper groups failures by error text as they are read, those that
+// match when match is given, and keeps the first maxFailuresKept of them.
 type grouper struct {
+	match   func(taskapi.Info) bool
 	groups  []*failureGroup
 	byError map[string]*failureGroup
 	topics  map[*failureGroup]map[string]*groupTopic
-	read    int64
+	read    int64 // failures read
+	matched int64 // of them, those grouped
 	kept    []failure
 }
 
-// add counts f in its group.
+// add counts f in its group, when it matches.
 func (gr *grouper) add(f failure) {
 	if gr.byError == nil {
 		gr.byError, gr.topics = map[string]*failureGroup{}, map[*failureGroup]map[string]*groupTopic{}
 	}
-	gr.read++
+	if gr.read++; gr.match != nil && !gr.match(f.Info) {
+		return
+	}
+	gr.matched++
 	if len(gr.kept) < maxFailuresKept {
 		gr.kept = append(gr.kept, f)
 	}

@@ -22,8 +22,13 @@ const maxFailuresListed = 100
 type failuresData struct {
 	Topic    string          // the one topic shown; empty: every topic
 	States   []taskapi.State // the states shown
+	Field    string          // a field of the input, by dots, that must have Value
+	Value    string
+	Output   string          // a text the output must hold
+	Filtered bool            // Field or Output is given
 	Counts   int64           // how many the count found
-	Read     int64           // how many were read and grouped
+	Read     int64           // how many were read
+	Matched  int64           // of them, how many the filter kept: the groups count them
 	Cut      bool            // the reading stopped at its share of the read timeout, before the oldest
 	Counted  time.Time       // of many topics: the sampler's count that chose the topics read; zero: counted for the page
 	Groups   []failureView
@@ -63,6 +68,9 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		d.States, err = failureStates(f)
 	}
+	if err == nil {
+		err = checkFailureFilter(f, &d)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -78,13 +86,13 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var g grouper
+	g := grouper{match: failureFilter(&d)}
 	d.Cut, err = readFailures(ctx, s.cfg.Reads, counts, d.States, time.Now().Add(pageShare(ctx, minFailureShare)), &g)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	d.Counts, d.Read = total(counts), g.read
+	d.Counts, d.Read, d.Matched = total(counts), g.read, g.matched
 	for _, gr := range g.result() {
 		d.Groups = append(d.Groups, failureView{failureGroup: gr, Actions: groupLinks(gr.Error, gr.Topics)})
 	}
@@ -101,6 +109,26 @@ func (s *Server) failureTopic(ctx context.Context, f form, d *failuresData) erro
 	var err error
 	d.Topic, err = f.topic(ctx, s.cfg.Reads, "topic")
 	return err
+}
+
+// checkFailureFilter reads the filter of the failures page from f: a
+// field of the input with its value, a text of the output (an error's), as
+// the search takes them.
+func checkFailureFilter(f form, d *failuresData) error {
+	d.Field, d.Value, d.Output = f.text("field"), url.Values(f).Get("value"), url.Values(f).Get("output")
+	_, err := parseContent(d.Field, d.Value, d.Output)
+	d.Filtered = d.Field != "" || d.Output != ""
+	return err
+}
+
+// failureFilter returns what a failure must match to be grouped, as
+// d's filter says; nil when there is none.
+func failureFilter(d *failuresData) func(taskapi.Info) bool {
+	if !d.Filtered {
+		return nil
+	}
+	path, _ := parseContent(d.Field, d.Value, d.Output) // checked by checkFailureFilter
+	return searchQuery{field: path, value: d.Value, output: d.Output}.matches
 }
 
 // failureStates returns the states asked for, FAILED or SUSPENDED; both

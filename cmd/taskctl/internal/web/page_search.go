@@ -20,9 +20,11 @@ const maxFoundListed = 100
 // searchData is the search page.
 type searchData struct {
 	Topic, Identifier, Reference, Field, Value string
-	Output                                     string // text the output holds (an error's, say)
-	Whole                                      bool   // read within the read timeout, for a whole group
-	Asked                                      bool   // a search was given
+	Output                                     string          // text the output holds (an error's, say)
+	States                                     []taskapi.State // the states searched; none: every one
+	Boxes                                      []stateBox      // the states the form offers
+	Whole                                      bool            // read within the read timeout, for a whole group
+	Asked                                      bool            // a search was given
 	Found                                      int64
 	Scanned                                    int64
 	Partial                                    bool
@@ -31,6 +33,12 @@ type searchData struct {
 	Rows                                       []taskRow
 	Topics                                     []foundTopic
 	ReadOnly                                   bool
+}
+
+// stateBox is a state the search form offers, ticked when searched.
+type stateBox struct {
+	State   taskapi.State
+	Checked bool
 }
 
 // foundTopic is what a search found in one topic, with the links of the
@@ -54,7 +62,14 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 	d := searchData{Topic: f.text("topic"), Identifier: url.Values(f).Get("identifier"), Reference: url.Values(f).Get("reference"),
 		Field: f.text("field"), Value: url.Values(f).Get("value"), Output: url.Values(f).Get("output"), Whole: f.text("whole") == "1",
 		Limit: maxFound, ScanLimit: maxScanned, ReadOnly: s.cfg.ReadOnly}
-	q, err := parseSearch(d)
+	var q *searchQuery
+	var err error
+	if d.States, err = f.states("state"); err == nil {
+		q, err = parseSearch(d)
+	}
+	for _, st := range allStates {
+		d.Boxes = append(d.Boxes, stateBox{State: st, Checked: slices.Contains(d.States, st)})
+	}
 	if err == nil && q != nil {
 		q.before, err = f.sequence("before")
 		if q.before == 0 {
@@ -78,26 +93,20 @@ func (s *Server) searchPage(w http.ResponseWriter, r *http.Request) {
 // asked.
 func parseSearch(d searchData) (*searchQuery, error) {
 	q := &searchQuery{topic: d.Topic, search: taskapi.Search{Identifier: d.Identifier, Reference: d.Reference},
-		fieldText: d.Field, value: d.Value, output: d.Output, whole: d.Whole}
+		fieldText: d.Field, value: d.Value, output: d.Output, whole: d.Whole, states: d.States}
 	q.identified = d.Identifier != "" || d.Reference != ""
-	if d.Field != "" {
-		q.field = strings.Split(d.Field, ".")
-		if slices.Contains(q.field, "") {
-			return nil, badRequest("field %q: give the keys of the input's JSON separated by dots, such as customer.id", d.Field)
-		}
-		if d.Topic == "" {
-			return nil, badRequest("a search by a field of the input reads the tasks one by one: give a topic")
-		}
-	} else if d.Value != "" {
-		return nil, badRequest("value %q: give the field it is the value of, such as customer.id", d.Value)
+	var err error
+	if q.field, err = parseContent(d.Field, d.Value, d.Output); err != nil {
+		return nil, err
 	}
-	if d.Output != "" {
-		switch {
-		case !utf8.ValidString(d.Output) || len(d.Output) > maxOutputText:
-			return nil, badRequest("output: give at most %d bytes of valid UTF-8 text", maxOutputText)
-		case d.Topic == "":
-			return nil, badRequest("a search by the text of the output reads the tasks one by one: give a topic")
-		}
+	switch {
+	case d.Field != "" && d.Topic == "":
+		return nil, badRequest("a search by a field of the input reads the tasks one by one: give a topic")
+	case d.Output != "" && d.Topic == "":
+		return nil, badRequest("a search by the text of the output reads the tasks one by one: give a topic")
+	}
+	if len(d.States) > 0 && d.Topic == "" {
+		return nil, badRequest("a search of tasks in a state reads them one by one: give a topic")
 	}
 	if !q.identified && !q.scans() {
 		return nil, nil
@@ -108,6 +117,24 @@ func parseSearch(d searchData) (*searchQuery, error) {
 		}
 	}
 	return q, nil
+}
+
+// parseContent checks a filter of the content of tasks: a field of the
+// input (keys by dots) with its value, and a text of the output; it
+// returns the field's path.
+func parseContent(field, value, output string) ([]string, error) {
+	var path []string
+	if field != "" {
+		if path = strings.Split(field, "."); slices.Contains(path, "") {
+			return nil, badRequest("field %q: give the keys of the input's JSON separated by dots, such as customer.id", field)
+		}
+	} else if value != "" {
+		return nil, badRequest("value %q: give the field it is the value of, such as customer.id", value)
+	}
+	if output != "" && (!utf8.ValidString(output) || len(output) > maxOutputText) {
+		return nil, badRequest("output: give at most %d bytes of valid UTF-8 text", maxOutputText)
+	}
+	return path, nil
 }
 
 // search runs q into d.
@@ -128,7 +155,7 @@ func (s *Server) search(ctx context.Context, q *searchQuery, d *searchData) erro
 	d.Found, d.Scanned, d.Partial = int64(res.n), int64(res.scanned), res.partial
 	if res.next > 0 {
 		d.Older = link("/search", url.Values{"topic": {q.topic}, "identifier": {q.search.Identifier},
-			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "output": {q.output}, "whole": {wholeValue(q.whole)}, "before": {itoa(res.next)}})
+			"reference": {q.search.Reference}, "field": {q.fieldText}, "value": {q.value}, "output": {q.output}, "state": stateNames(q.states), "whole": {wholeValue(q.whole)}, "before": {itoa(res.next)}})
 	}
 	for _, topic := range res.topics {
 		infos := res.infos[topic]

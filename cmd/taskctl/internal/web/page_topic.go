@@ -261,6 +261,14 @@ type filterForm struct {
 // tasks read from the database.
 func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if to, err := contentSearch(form(r.URL.Query())); err != nil || to != "" {
+		if err != nil {
+			s.fail(w, r, err)
+		} else {
+			http.Redirect(w, r, to, http.StatusSeeOther)
+		}
+		return
+	}
 	q, err := parseList(ctx, s.cfg.Reads, form(r.URL.Query()), time.Now())
 	if err != nil {
 		s.fail(w, r, err)
@@ -295,6 +303,24 @@ func (s *Server) topicPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, http.StatusOK, "topic", frame{Title: q.topic, Nav: "topics", Data: d})
+}
+
+// contentSearch returns the search that a topic's page filtered by a
+// field of the input or a text of the output is (empty when it is not):
+// no index holds what inputs and outputs say, so the search reads the
+// tasks one by one within its budget, and offers its actions on all it
+// found. The states go with it, and the identifier and the reference as
+// prefixes; a range of creation times it does not take.
+func contentSearch(f form) (string, error) {
+	v := url.Values(f)
+	if v.Get("field") == "" && v.Get("value") == "" && v.Get("output") == "" {
+		return "", nil
+	}
+	if f.text("since") != "" || f.text("until") != "" {
+		return "", badRequest("a filter of the input or the output searches the tasks one by one, newest first, and takes no range of creation times: leave since and until empty")
+	}
+	return link("/search", url.Values{"topic": v["topic"], "state": v["state"], "identifier": v["identifier"], "reference": v["reference"],
+		"field": v["field"], "value": v["value"], "output": v["output"]}), nil
 }
 
 // pageLinks sets the links to the first, previous, next and last pages,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,9 +35,10 @@ type searchQuery struct {
 	fieldText  string
 	value      string
 	output     string // text the output holds, byte for byte
-	whole      bool   // scan within the page's read timeout, not scanBudget (whole=1)
-	identified bool   // a prefix is given
-	before     int64  // a field is searched in the tasks below this sequence
+	states     []taskapi.State
+	whole      bool  // scan within the page's read timeout, not scanBudget (whole=1)
+	identified bool  // a prefix is given
+	before     int64 // a field is searched in the tasks below this sequence
 }
 
 // found is what a search found.
@@ -86,15 +88,16 @@ func runSearch(ctx context.Context, store Store, q searchQuery, topics []string)
 }
 
 // scans says whether q matches tasks one by one, by a field of the input
-// or by the text of the output, which no index serves.
-func (q searchQuery) scans() bool { return len(q.field) > 0 || q.output != "" }
+// or by the text of the output, which no index serves, or by state.
+func (q searchQuery) scans() bool { return len(q.field) > 0 || q.output != "" || len(q.states) > 0 }
 
 // matches says whether info has q.value at q.field of its input, and
 // q.output in its output or in the last error it records as the failures
 // page shows it (lastError: an attempt log's error is JSON in the output,
 // its quotes escaped there), of those q asks.
 func (q searchQuery) matches(info taskapi.Info) bool {
-	return (len(q.field) == 0 || fieldIs(info.Input, q.field, q.value)) &&
+	return (len(q.states) == 0 || slices.Contains(q.states, info.State)) &&
+		(len(q.field) == 0 || fieldIs(info.Input, q.field, q.value)) &&
 		(q.output == "" || strings.Contains(info.Output, q.output) || strings.Contains(lastError(info.Output), q.output))
 }
 
@@ -133,7 +136,7 @@ func scanField(ctx context.Context, store Store, q searchQuery, topic string, f 
 		if q.identified {
 			infos, err = store.Find(reading, topic, q.search, cursor, findChunk)
 		} else {
-			infos, err = store.Page(reading, topic, taskapi.Listing{}, cursor, findChunk, taskapi.Backward)
+			infos, err = store.Page(reading, topic, taskapi.Listing{States: q.states}, cursor, findChunk, taskapi.Backward)
 		}
 		if err != nil && reading == budget && ctx.Err() == nil && (budget.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
 			f.partial, f.next = true, cursor // the budget ran out in the read: stop at cursor
