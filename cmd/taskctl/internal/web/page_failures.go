@@ -24,13 +24,13 @@ type failuresData struct {
 	States   []taskapi.State // the states shown
 	Field    string          // a field of the input, by dots, that must have Value
 	Value    string
-	Output   string          // a text the output must hold
-	Filtered bool            // Field or Output is given
-	Counts   int64           // how many the count found
-	Read     int64           // how many were read
-	Matched  int64           // of them, how many the filter kept: the groups count them
-	Cut      bool            // the reading stopped at its share of the read timeout, before the oldest
-	Counted  time.Time       // of many topics: the sampler's count that chose the topics read; zero: counted for the page
+	Output   string    // a text the output must hold
+	Filtered bool      // Field or Output is given
+	Counts   int64     // how many the count found
+	Read     int64     // how many were read
+	Matched  int64     // of them, how many the filter kept: the groups count them
+	Cut      bool      // the reading stopped at its share of the read timeout, before the oldest
+	Counted  time.Time // of many topics: the sampler's count that chose the topics read; zero: counted for the page
 	Groups   []failureView
 	Listed   []failure // the newest, by time finished
 	ReadOnly bool
