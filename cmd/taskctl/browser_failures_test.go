@@ -56,6 +56,11 @@ func TestBrowserFailures(t *testing.T) {
 		t.Errorf("the topic's tasks whose output holds \"onerror\" are %q, want task %d", got, hostile.Sequence)
 	}
 	b.click(`nav a[href="/failures"]`)
+	b.click(`#groups tr.group:nth-child(1) a.every`)
+	if got := b.text(`#found`); !strings.Contains(got, "3 tasks found") {
+		t.Errorf("the search of every task of the group's error says %q, want 3 found", got)
+	}
+	b.click(`nav a[href="/failures"]`)
 	b.click(`#groups tr.group:nth-child(1) a.button.revive`)
 	if rows := b.texts(`table.tasks tbody tr`); len(rows) != 3 {
 		t.Errorf("the confirmation lists %d tasks, want the group's 3", len(rows))
