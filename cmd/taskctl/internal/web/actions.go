@@ -78,6 +78,7 @@ func (s *Server) confirmHandler(a action) http.HandlerFunc {
 			return
 		}
 		p.Action = "/action/" + a.name
+		p.Lines, p.Tasks = listedRows(p.Lines, p.Tasks)
 		s.render(w, r, http.StatusOK, "confirm", frame{Title: p.Title, Data: p})
 	}
 }
@@ -100,8 +101,21 @@ func (s *Server) doHandler(a action) http.HandlerFunc {
 			s.failAudited(w, r, err, audit)
 			return
 		}
+		o.Lines, o.Tasks = listedRows(o.Lines, o.Tasks)
 		s.render(w, r, http.StatusOK, "done", frame{Title: o.Title, Data: o})
 	}
+}
+
+// maxRowsListed bounds the tasks a confirmation or a result lists: an
+// action may name ten thousand.
+const maxRowsListed = 100
+
+// listedRows cuts rows to maxRowsListed, and says so in lines.
+func listedRows(lines []string, rows []taskRow) ([]string, []taskRow) {
+	if len(rows) <= maxRowsListed {
+		return lines, rows
+	}
+	return append(lines, fmt.Sprintf("The first %d of the %s are listed below.", maxRowsListed, tasksWord(int64(len(rows))))), rows[:maxRowsListed]
 }
 
 // tasksWord writes n tasks: "1 task", "12 tasks".
@@ -110,15 +124,6 @@ func tasksWord(n int64) string {
 		return "1 task"
 	}
 	return num(n) + " tasks"
-}
-
-// seqValues writes sequences as form values.
-func seqValues(seqs []int64) []string {
-	out := make([]string, len(seqs))
-	for i, seq := range seqs {
-		out[i] = strconv.FormatInt(seq, 10)
-	}
-	return out
 }
 
 // spanText describes a range of sequences.

@@ -176,11 +176,8 @@ func groupLinks(errorText string, topics []groupTopic) []groupActions {
 // tasks of a group, seqs, and how many it names. FAILED tasks have ended:
 // Cancel takes none.
 func suspendedLink(topic, errorText string, seqs []int64) (int64, string) {
-	v := url.Values{"topic": {topic}, errorField: {errorText}}
-	for _, seq := range seqs {
-		v.Add("seq", itoa(seq))
-		v.Add(wasField, taskapi.Suspended.String())
-	}
+	was := wasValues(slices.Repeat([]taskapi.State{taskapi.Suspended}, len(seqs)))
+	v := url.Values{"topic": {topic}, errorField: {errorText}, "seq": seqValues(seqs), wasField: was}
 	return int64(len(seqs)), link("/action/cancel", v)
 }
 

@@ -201,11 +201,11 @@ func foundLinks(topic string, infos []taskapi.Info) foundTopic {
 	// The states go in the order of the sequences, ascending, as a
 	// selection pairs them.
 	slices.SortFunc(cancellable, func(a, b taskapi.Info) int { return cmp.Compare(a.Sequence, b.Sequence) })
-	cancel := url.Values{"topic": {topic}}
-	for _, info := range cancellable {
-		cancel.Add("seq", itoa(info.Sequence))
-		cancel.Add(wasField, info.State.String())
+	seqs, was := make([]int64, len(cancellable)), make([]taskapi.State, len(cancellable))
+	for i, info := range cancellable {
+		seqs[i], was[i] = info.Sequence, info.State
 	}
+	cancel := url.Values{"topic": {topic}, "seq": seqValues(seqs), wasField: wasValues(was)}
 	return foundTopic{Topic: topic, Count: int64(len(infos)),
 		Revivable: int64(len(revivable)), Ready: int64(len(ready)), Cancellable: int64(len(cancellable)), Finished: int64(len(finished)),
 		Revive: link("/action/revive", named(revivable)), Reassign: link("/action/reassign", named(revivable)),

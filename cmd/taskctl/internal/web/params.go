@@ -70,7 +70,7 @@ func (f form) sequence(name string) (int64, error) {
 // sequences returns the sequences of name (repeated or comma-separated),
 // sorted, without repeats.
 func (f form) sequences(name string) ([]int64, error) {
-	seqs, err := ops.ParseSequences(url.Values(f)[name])
+	seqs, err := parseSeqValues(name, url.Values(f)[name], maxSelected)
 	slices.Sort(seqs)
 	return slices.Compact(seqs), err
 }

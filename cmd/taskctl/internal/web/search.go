@@ -18,7 +18,7 @@ import (
 // reads in one topic, in tasks and in time (the page offers to go on
 // from there); findChunk is how many one read takes.
 const (
-	maxFound   = maxSelected
+	maxFound   = 1000
 	maxScanned = 100_000
 	scanBudget = 150 * time.Millisecond
 	findChunk  = 500

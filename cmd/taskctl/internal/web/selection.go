@@ -10,8 +10,10 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// maxSelected bounds how many tasks one action names by sequence.
-const maxSelected = 1000
+// maxSelected bounds how many tasks one action names by sequence: a
+// group of the failures page, what a search found (named.go writes them
+// short).
+const maxSelected = 10_000
 
 // selection is the tasks an action works on: named by sequence (chosen on
 // a topic's page), or every task of a state within a range of sequences.
@@ -68,20 +70,16 @@ func (s *Server) selectBound(ctx context.Context, f form, defaultState *taskapi.
 // state was gives for them (the confirmation's), and moves the others to
 // skipped.
 func (sel *selection) keepConfirmed(was []string) error {
-	if len(was) != len(sel.infos) {
-		return badRequest("%s: %d states for %d tasks: the states the confirmation showed are missing; open the confirmation again",
-			wasField, len(was), len(sel.infos))
+	states, err := parseWasValues(was, len(sel.infos))
+	if err != nil {
+		return err
 	}
 	kept := sel.infos[:0:0]
 	for i, info := range sel.infos {
-		state, err := taskapi.ParseState(was[i])
-		if err != nil {
-			return badRequest("%s %q: not a state", wasField, was[i])
-		}
-		if info.State == state {
+		if info.State == states[i] {
 			kept = append(kept, info)
 		} else {
-			sel.skipped = append(sel.skipped, skipped{info: info, was: state})
+			sel.skipped = append(sel.skipped, skipped{info: info, was: states[i]})
 		}
 	}
 	sel.infos = kept
@@ -179,10 +177,11 @@ func (sel selection) values() url.Values {
 		for i, info := range sel.infos {
 			seqs[i] = info.Sequence
 		}
-		v["seq"] = seqValues(seqs)
-		for _, info := range sel.infos {
-			v.Add(wasField, info.State.String())
+		states := make([]taskapi.State, len(sel.infos))
+		for i, info := range sel.infos {
+			states[i] = info.State
 		}
+		v["seq"], v[wasField] = seqValues(seqs), wasValues(states)
 		if sel.byError {
 			v.Set(errorField, sel.errorText)
 		}
