@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/demo"
 	"github.com/taskrepo/taskrepo/migrations"
+	"github.com/taskrepo/taskrepo/taskansi"
+	"github.com/taskrepo/taskrepo/taskpg"
 )
 
 // demoCommand is 'taskctl demo' (package demo runs it).
@@ -38,7 +41,7 @@ func (a *app) demoCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return s.Demo(cmd.Context(), cfg)
+			return runDemo(cmd.Context(), s, cfg)
 		},
 	}
 	flags := c.Flags()
@@ -50,8 +53,20 @@ func (a *app) demoCommand() *cobra.Command {
 	return c
 }
 
-// Demo runs the demo on this database.
-func (b *backend[Tx]) Demo(ctx context.Context, cfg demo.Config) error {
+// runDemo runs the demo on the database of s, one of taskctl's own
+// stores.
+func runDemo(ctx context.Context, s store, cfg demo.Config) error {
+	switch b := s.(type) {
+	case *backend[taskpg.DB]:
+		return demoOn(ctx, b, cfg)
+	case *backend[taskansi.DB]:
+		return demoOn(ctx, b, cfg)
+	}
+	return fmt.Errorf("the demo runs on taskctl's own stores, not on %T", s)
+}
+
+// demoOn runs the demo on b's database.
+func demoOn[Tx any](ctx context.Context, b *backend[Tx], cfg demo.Config) error {
 	db := demo.Database[Tx]{
 		Store: b, DB: b.db, Repo: b.repo, Transact: b.transact,
 		NewRepo: func(owner string) (demo.Repository[Tx], error) { return b.newRepo(owner) },

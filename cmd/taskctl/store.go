@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/demo"
 	"github.com/taskrepo/taskrepo/cmd/taskctl/internal/ops"
 	"github.com/taskrepo/taskrepo/migrations"
 	"github.com/taskrepo/taskrepo/taskansi"
@@ -76,8 +75,6 @@ type store interface {
 	// pages are read in that transaction: many small reads for the round
 	// trips of one transaction (the dashboard's heads of READY tasks).
 	Pages(ctx context.Context, read func(p ops.Pager) error) error
-	// Demo runs the demo on this database (demo.go).
-	Demo(ctx context.Context, cfg demo.Config) error
 	// Shown is the database's URL without its password.
 	Shown() string
 	Close()

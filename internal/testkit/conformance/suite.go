@@ -1,5 +1,5 @@
 // Package conformance is the behaviour suite that every taskapi.Repository
-// implementation runs: the semantics of DESIGN.md, case by case, written once
+// implementation runs: the contract of docs/model.md, case by case, written once
 // against the taskapi interfaces. An implementation's tests call Run with a
 // Backend that opens fresh databases and builds repositories.
 //
