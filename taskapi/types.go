@@ -73,7 +73,10 @@ const (
 	MaxYear = 9999
 )
 
-// Decision is the outcome of processing a task.
+// Decision is the outcome of processing a task. The zero Decision is
+// Failure without an output; taskproc writes into such a task's output
+// that its handler returned the zero Decision, so that a forgotten result
+// does not fail a task without a word.
 type Decision struct {
 	Result Result
 	Output string // empty when absent

@@ -27,7 +27,9 @@ func runCompletion[Tx any](ctx context.Context, tx Tx, completion any) (d Decisi
 }
 
 // completionsOf pairs each of tasks with its decision from d, Failure for
-// a task without one. A decision for a task that is not in all, the batch,
+// a task without one. The zero Decision is Failure too, and its output
+// says so: a handler that forgot to return its result does not fail its
+// tasks without a word. A decision for a task that is not in all, the batch,
 // is an error that names it; one for a task of all that is not in tasks
 // (another owner's now) is left out.
 func completionsOf(all, tasks []taskapi.Task, d Decisions) ([]taskapi.Completion, error) {
@@ -48,8 +50,11 @@ func completionsOf(all, tasks []taskapi.Task, d Decisions) ([]taskapi.Completion
 	completions := make([]taskapi.Completion, len(tasks))
 	for i, task := range tasks {
 		decision, ok := d[task]
-		if !ok {
+		switch {
+		case !ok:
 			decision = taskapi.Decision{Result: taskapi.Failure, Output: noDecision}
+		case decision == taskapi.Decision{}:
+			decision.Output = zeroDecision
 		}
 		completions[i] = taskapi.Completion{Task: task, Decision: decision}
 	}

@@ -57,6 +57,9 @@ func (m *Manager[Tx]) cleanupTime() time.Duration {
 // noDecision is the output of a task that its completion did not decide.
 const noDecision = "taskproc: no decision for the task"
 
+// zeroDecision is the output of a task decided by the zero Decision.
+const zeroDecision = "taskproc: the handler returned the zero Decision, which is FAILURE without an output; a task that succeeded needs Result: taskapi.Success"
+
 // errLost is the error of a settlement that found every task of its batch
 // taken by another owner (expired and revived meanwhile, say): it wrote
 // nothing.

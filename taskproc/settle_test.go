@@ -113,6 +113,17 @@ func settleCases[Tx any](cases map[string]suiteCase[Tx]) {
 		}
 	}
 
+	cases["AZeroDecisionSaysSo"] = func(t *testing.T, e *env[Tx]) {
+		tasks := e.push("forgot")
+		e.start(e.manager(taskproc.Sequential(func(ctx context.Context, task taskapi.Task) (taskapi.Decision, error) {
+			return taskapi.Decision{}, nil // a handler that forgot its result
+		})))
+		e.allIn(1, taskapi.Failed)
+		if out := e.info(tasks[0]).Output; !strings.Contains(out, "zero Decision") {
+			t.Errorf("the task of a zero Decision failed with %q, which does not say why", out)
+		}
+	}
+
 	cases["AnErrorOrAPanicFailsTheBatch"] = func(t *testing.T, e *env[Tx]) {
 		tasks := e.push("error", "panic")
 		e.start(e.manager(taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {

@@ -49,8 +49,7 @@ func readmeSetup(ctx context.Context, databaseURL string) error {
 	// Bring the schema up to date; safe to run from every process at start-up.
 	err = migrations.Up(ctx, stdlib.OpenDBFromPool(pool), migrations.Postgres)
 
-	repo, err := taskpg.New("billing-worker-1") // one owner, one Repository value per process
-	_, err = repo.Register(ctx, pool)           // then Heartbeat every few seconds
+	repo, err := taskpg.New("billing-worker-1") // one Repository value per process; its name is the owner taskproc registers
 	_, err = repo.Initialize(ctx, pool, "invoices")
 	return err
 }
@@ -73,7 +72,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cfg.MaxConns = 12 // ParallelTx's 8 functions hold one each, the runtime keeps 2 (docs/operating.md, "The pool")
+	cfg.MaxConns = 12 // ParallelTx's 8 functions hold one each, the runtime keeps 2 (docs/operating.md#the-pool)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		log.Fatal(err)
@@ -250,17 +249,24 @@ func modelCancel(ctx context.Context, pool *pgxpool.Pool, repo *taskpg.Repositor
 // render is the tenant's work, which gives up when its context ends.
 var render = func(ctx context.Context, input string) (string, error) { return input, ctx.Err() }
 
-func tenantsCancel(ctx, caller context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, tenant, request string, ready <-chan struct{}) error {
-	tasks, err := repo.Push(ctx, pool, "reports", taskapi.Append, taskapi.Creation{Identifier: tenant, Input: request})
+func tenantsCancel(caller context.Context, pool *pgxpool.Pool, repo *taskpg.Repository, tenant, request string) error {
+	tasks, err := repo.Push(caller, pool, "reports", taskapi.Append, taskapi.Creation{Identifier: tenant, Input: request})
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ready: // the report is done
-		return nil
-	case <-caller.Done(): // waiting or running, the work stops
-		_, err := repo.Cancel(context.WithoutCancel(caller), pool, "reports", "the caller went away", tasks[0].Sequence)
-		return err
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C: // has the task ended?
+			info, _, err := repo.Lookup(caller, pool, "reports", tasks[0].Sequence)
+			if err != nil || info.State.Completed() {
+				return err // the report is done: its output says how
+			}
+		case <-caller.Done(): // waiting or running, the work stops
+			_, err := repo.Cancel(context.WithoutCancel(caller), pool, "reports", "the caller went away", tasks[0].Sequence)
+			return err
+		}
 	}
 }
 
