@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,14 @@ func TestServeJSONAPI(t *testing.T) {
 		t.Errorf("/api/topic reads %+v", topic)
 	}
 	accept := http.Header{"Authorization": bearer["Authorization"], "Accept": {"application/json"}}
-	if a, b := get("/topic?topic=orders&limit=5", accept, http.StatusOK).body, get("/api/topic?topic=orders&limit=5", bearer, http.StatusOK).body; a != b {
-		t.Errorf("Accept: application/json and /api/ differ:\n%s\n%s", a, b)
+	// The same page's data either way; the sampler's figures may move in
+	// between, its tasks and links do not.
+	var byAccept apiTopic
+	if err := json.Unmarshal([]byte(get("/topic?topic=orders&limit=5", accept, http.StatusOK).body), &byAccept); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(byAccept, topic) {
+		t.Errorf("Accept: application/json and /api/ differ:\n%+v\n%+v", byAccept, topic)
 	}
 	waitFor(t, "/api/ (the overview) lists the topic", func() bool {
 		return strings.Contains(script.do(http.MethodGet, "/api/", nil, bearer).body, `"Topic": "orders"`)
