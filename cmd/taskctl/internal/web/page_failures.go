@@ -68,8 +68,9 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		d.States, err = failureStates(f)
 	}
+	var match func(taskapi.Info) bool
 	if err == nil {
-		err = checkFailureFilter(f, &d)
+		match, err = failureFilter(f, &d)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -86,7 +87,7 @@ func (s *Server) failuresPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	g := grouper{match: failureFilter(&d)}
+	g := grouper{match: match}
 	d.Cut, err = readFailures(ctx, s.cfg.Reads, counts, d.States, time.Now().Add(pageShare(ctx, minFailureShare)), &g)
 	if err != nil {
 		s.fail(w, r, err)
@@ -111,24 +112,17 @@ func (s *Server) failureTopic(ctx context.Context, f form, d *failuresData) erro
 	return err
 }
 
-// checkFailureFilter reads the filter of the failures page from f: a
-// field of the input with its value, a text of the output (an error's), as
-// the search takes them.
-func checkFailureFilter(f form, d *failuresData) error {
+// failureFilter reads the filter of the failures page from f into d: a
+// field of the input with its value, a text of the output (an error's),
+// as the search takes them. It returns what a failure must match to be
+// grouped; nil when nothing is filtered.
+func failureFilter(f form, d *failuresData) (func(taskapi.Info) bool, error) {
 	d.Field, d.Value, d.Output = f.text("field"), url.Values(f).Get("value"), url.Values(f).Get("output")
-	_, err := parseContent(d.Field, d.Value, d.Output)
-	d.Filtered = d.Field != "" || d.Output != ""
-	return err
-}
-
-// failureFilter returns what a failure must match to be grouped, as
-// d's filter says; nil when there is none.
-func failureFilter(d *failuresData) func(taskapi.Info) bool {
-	if !d.Filtered {
-		return nil
+	path, err := parseContent(d.Field, d.Value, d.Output)
+	if d.Filtered = d.Field != "" || d.Output != ""; err != nil || !d.Filtered {
+		return nil, err
 	}
-	path, _ := parseContent(d.Field, d.Value, d.Output) // checked by checkFailureFilter
-	return searchQuery{field: path, value: d.Value, output: d.Output}.matches
+	return searchQuery{field: path, value: d.Value, output: d.Output}.matches, nil
 }
 
 // failureStates returns the states asked for, FAILED or SUSPENDED; both
