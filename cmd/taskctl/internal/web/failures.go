@@ -183,7 +183,8 @@ type failureGroup struct {
 	Error          string
 	Count          int64
 	Newest, Oldest time.Time
-	Topics         []groupTopic // by topic name
+	Topics         []groupTopic           // by topic name
+	byTopic        map[string]*groupTopic // while it is grouped
 }
 
 // groupTopic is the part of a group in one topic: its tasks by sequence,
@@ -201,7 +202,6 @@ type grouper struct {
 	match   func(taskapi.Info) bool
 	groups  []*failureGroup
 	byError map[string]*failureGroup
-	topics  map[*failureGroup]map[string]*groupTopic
 	read    int64 // failures read
 	matched int64 // of them, those grouped
 	kept    []failure
@@ -210,7 +210,7 @@ type grouper struct {
 // add counts f in its group, when it matches.
 func (gr *grouper) add(f failure) {
 	if gr.byError == nil {
-		gr.byError, gr.topics = map[string]*failureGroup{}, map[*failureGroup]map[string]*groupTopic{}
+		gr.byError = map[string]*failureGroup{}
 	}
 	if gr.read++; gr.match != nil && !gr.match(f.Info) {
 		return
@@ -222,15 +222,16 @@ func (gr *grouper) add(f failure) {
 	g := gr.byError[f.Error]
 	if g == nil {
 		g = &failureGroup{Error: f.Error, Newest: f.Finished, Oldest: f.Finished}
-		gr.byError[f.Error], gr.topics[g] = g, map[string]*groupTopic{}
+		g.byTopic = map[string]*groupTopic{}
+		gr.byError[f.Error] = g
 		gr.groups = append(gr.groups, g)
 	}
 	g.Count++
 	g.Newest, g.Oldest = later(g.Newest, f.Finished), earliest(g.Oldest, f.Finished)
-	gt := gr.topics[g][f.Topic]
+	gt := g.byTopic[f.Topic]
 	if gt == nil {
 		gt = &groupTopic{Topic: f.Topic}
-		gr.topics[g][f.Topic] = gt
+		g.byTopic[f.Topic] = gt
 	}
 	gt.Seqs = append(gt.Seqs, f.Info.Sequence)
 	if f.Info.State == taskapi.Suspended {
@@ -246,7 +247,7 @@ func (gr *grouper) add(f failure) {
 func (gr *grouper) result() []failureGroup {
 	out := make([]failureGroup, len(gr.groups))
 	for i, g := range gr.groups {
-		for _, gt := range gr.topics[g] {
+		for _, gt := range g.byTopic {
 			slices.Sort(gt.Seqs)
 			slices.Sort(gt.Suspended)
 			slices.Sort(gt.States)
