@@ -312,9 +312,6 @@ func TestServeFailureGroupCancel(t *testing.T) {
 	}
 }
 
-// maxListedInTest is how many failures the page lists one by one.
-const maxListedInTest = 100
-
 // TestServeFailureGroupWhole revives a whole error group (issue 42: the
 // failures page grouped the newest 1,000 failures, and reviving "pq:
 // duplicate" again and again revived 217, 42, 7 and 2 tasks while 501 of
