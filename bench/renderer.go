@@ -69,8 +69,8 @@ type renderRun struct {
 	limited      atomic.Int64 // polls the topic's limits held back
 }
 
-// Notify counts the Clients' polls (a taskproc.Listener).
-func (run *renderRun) Notify(e taskproc.Event) {
+// Notify counts the Clients' polls (a taskproc.Observer).
+func (run *renderRun) Observe(e taskproc.Event) {
 	switch e.Kind {
 	case taskproc.EventPolled:
 		run.polls.Add(1)
@@ -208,7 +208,7 @@ func renderClients(ctx context.Context, pool *pgxpool.Pool, run *renderRun) ([]*
 			return nil, closeAll, err
 		}
 		client, err := taskproc.New(repo, taskpg.Transact(own), taskproc.WithPause(procPause),
-			taskproc.WithNotifier(taskpg.NewNotifier(own)), taskproc.WithListener(run))
+			taskproc.WithNotifier(taskpg.NewNotifier(own)), taskproc.WithObserver(run))
 		if err != nil {
 			return nil, closeAll, err
 		}

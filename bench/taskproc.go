@@ -95,15 +95,15 @@ const procPause = 5 * time.Second
 // procRun is the taskproc Clients of one run and what they were heard to do.
 type procRun struct {
 	clients []*taskproc.Client[taskpg.DB]
-	heard   *procListener
+	heard   *procObserver
 }
 
 // newProcRun makes cfg's Clients for the topic. The run ends once goal tasks
 // are completed (0: never); start and done record the latencies of the tasks
-// while the listener records, settled their handlers' returns and their
+// while the observer records, settled their handlers' returns and their
 // completions (nil: not recorded).
 func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *latencies, settled *settling) (*procRun, error) {
-	heard := &procListener{goal: int64(goal), reached: make(chan struct{}), done: done, settled: settled}
+	heard := &procObserver{goal: int64(goal), reached: make(chan struct{}), done: done, settled: settled}
 	p := &procRun{heard: heard}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for i := range cfg.clients {
@@ -114,7 +114,7 @@ func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *laten
 		// A Notifier per Client: each stands for a process of its own.
 		client, err := taskproc.New(repo, taskpg.Transact(pool),
 			taskproc.WithSize(cfg.size), taskproc.WithPollers(cfg.pollers), taskproc.WithPause(procPause), taskproc.WithSettleWindow(cfg.settle),
-			taskproc.WithNotifier(taskpg.NewNotifier(pool)), taskproc.WithListener(heard), taskproc.WithLogger(logger))
+			taskproc.WithNotifier(taskpg.NewNotifier(pool)), taskproc.WithObserver(heard), taskproc.WithLogger(logger))
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func newProcRun(pool *pgxpool.Pool, cfg procConfig, goal int, start, done *laten
 
 // procHandler returns the handler of cfg: it succeeds every task, noting
 // when it started while heard records.
-func procHandler(cfg procConfig, heard *procListener, start *latencies) taskproc.Handler {
+func procHandler(cfg procConfig, heard *procObserver, start *latencies) taskproc.Handler {
 	succeed := func(_ context.Context, t taskapi.Task) (taskapi.Decision, error) {
 		if start != nil && heard.recording.Load() {
 			if pushed, err := strconv.ParseInt(t.Input, 10, 64); err == nil {
@@ -192,10 +192,10 @@ func (p *procRun) burn(ctx context.Context, timeout time.Duration) (int, string,
 	return n, "", nil
 }
 
-// procListener hears the runtime's events: it counts the completed tasks,
+// procObserver hears the runtime's events: it counts the completed tasks,
 // records their push → completed latency while recording is set, and keeps
 // the first failure.
-type procListener struct {
+type procObserver struct {
 	completed atomic.Int64
 	goal      int64         // reached is closed once completed gets there; 0: never
 	reached   chan struct{} // closed once the goal is completed
@@ -209,7 +209,7 @@ type procListener struct {
 }
 
 // Notify takes an event of the runtime.
-func (l *procListener) Notify(e taskproc.Event) {
+func (l *procObserver) Observe(e taskproc.Event) {
 	switch e.Kind {
 	case taskproc.EventCompleted:
 		l.complete(e.Tasks, time.Now())
@@ -219,7 +219,7 @@ func (l *procListener) Notify(e taskproc.Event) {
 }
 
 // complete counts tasks completed at now.
-func (l *procListener) complete(tasks []taskapi.Task, now time.Time) {
+func (l *procObserver) complete(tasks []taskapi.Task, now time.Time) {
 	for _, t := range tasks {
 		l.settled.committed(t.Sequence, now)
 	}
@@ -236,7 +236,7 @@ func (l *procListener) complete(tasks []taskapi.Task, now time.Time) {
 }
 
 // fail keeps the first failure.
-func (l *procListener) fail(err error) {
+func (l *procObserver) fail(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err == nil {
@@ -245,7 +245,7 @@ func (l *procListener) fail(err error) {
 }
 
 // failure returns the first failure heard.
-func (l *procListener) failure() error {
+func (l *procObserver) failure() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err

@@ -119,7 +119,7 @@ func testDueTimes(t *testing.T, c clockCase) {
 	}
 	var empty atomic.Int64 // empty polls before the deferred task's
 	var dueSeen atomic.Bool
-	listener := taskproc.ListenerFunc(func(e taskproc.Event) {
+	observer := taskproc.ObserverFunc(func(e taskproc.Event) {
 		switch {
 		case e.Kind == taskproc.EventEmpty && !dueSeen.Load():
 			empty.Add(1)
@@ -129,7 +129,7 @@ func testDueTimes(t *testing.T, c clockCase) {
 	})
 	runs := make(chan clockRun, 4)
 	m, err := taskproc.NewManager(consumer, taskpg.Transact(pool), clockTopic, clockHandler(pool, repo, runs),
-		taskproc.WithPause(c.pause), taskproc.WithSize(10), taskproc.WithListener(listener),
+		taskproc.WithPause(c.pause), taskproc.WithSize(10), taskproc.WithObserver(observer),
 		taskproc.WithLogger(slog.New(slog.DiscardHandler)),
 		taskproc.WithRetry(taskproc.RetryPolicy{MaxAttempts: 3, Backoff: func(int) time.Duration { return clockLater }}))
 	if err != nil {

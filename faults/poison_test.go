@@ -109,7 +109,7 @@ func startPoisonKeeper(t *testing.T, pool *pgxpool.Pool) *poisonKeeper {
 		t.Fatal(err)
 	}
 	k := &poisonKeeper{}
-	listener := taskproc.ListenerFunc(func(e taskproc.Event) {
+	observer := taskproc.ObserverFunc(func(e taskproc.Event) {
 		if e.Kind == taskproc.EventRescued || e.Kind == taskproc.EventPoisoned {
 			k.mu.Lock()
 			k.events = append(k.events, e)
@@ -119,7 +119,7 @@ func startPoisonKeeper(t *testing.T, pool *pgxpool.Pool) *poisonKeeper {
 	k.client, err = taskproc.New(repo, taskpg.Transact(pool),
 		taskproc.WithExpiry(poisonExpiry), taskproc.WithHeartbeat(100*time.Millisecond),
 		taskproc.WithRevival(), taskproc.WithRescues(poisonRescues),
-		taskproc.WithListener(listener), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
+		taskproc.WithObserver(observer), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

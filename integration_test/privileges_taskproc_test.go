@@ -98,7 +98,7 @@ func runtimeAsApplication[Tx any](t *testing.T, newRepo func(string) (appReposit
 }
 
 // appClient is a Client with every part of the runtime switched on.
-func appClient[Tx any](t *testing.T, newRepo func(string) (appRepository[Tx], error), transact taskproc.Transact[Tx], notifier taskproc.Notifier, l taskproc.Listener) *taskproc.Client[Tx] {
+func appClient[Tx any](t *testing.T, newRepo func(string) (appRepository[Tx], error), transact taskproc.Transact[Tx], notifier taskproc.Notifier, l taskproc.Observer) *taskproc.Client[Tx] {
 	repo, err := newRepo("app-consumer")
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func appClient[Tx any](t *testing.T, newRepo func(string) (appRepository[Tx], er
 	client, err := taskproc.New(repo, transact,
 		taskproc.WithExpiry(2*time.Second), taskproc.WithRevival(), taskproc.WithOwnerPurge(time.Minute),
 		taskproc.WithHeartbeat(250*time.Millisecond), taskproc.WithLeadership(3*time.Second),
-		taskproc.WithNotifier(notifier), taskproc.WithPause(20*time.Millisecond), taskproc.WithListener(l),
+		taskproc.WithNotifier(notifier), taskproc.WithPause(20*time.Millisecond), taskproc.WithObserver(l),
 		taskproc.WithRetry(taskproc.RetryPolicy{MaxAttempts: 3, Backoff: func(int) time.Duration { return 10 * time.Millisecond }}))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ type eventErrors struct {
 	errs []error
 }
 
-func (e *eventErrors) Notify(ev taskproc.Event) {
+func (e *eventErrors) Observe(ev taskproc.Event) {
 	switch ev.Kind {
 	case taskproc.EventPollFailed, taskproc.EventHeartbeatFailed, taskproc.EventMaintenanceFailed,
 		taskproc.EventReconcileFailed, taskproc.EventNotifierLost, taskproc.EventScheduleFailed, taskproc.EventFatal:

@@ -104,7 +104,7 @@ func wakeConsumer(t *testing.T, pool *pgxpool.Pool, repo taskproc.Repository[tas
 	ran, events = make(chan string, 10), make(chan taskproc.Event, 1000)
 	client, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(pool), taskproc.WithPause(time.Hour),
 		taskproc.WithNotifier(taskpg.NewNotifier(pool)),
-		taskproc.WithListener(taskproc.ListenerFunc(func(e taskproc.Event) {
+		taskproc.WithObserver(taskproc.ObserverFunc(func(e taskproc.Event) {
 			select {
 			case events <- e:
 			default:

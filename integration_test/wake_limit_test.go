@@ -13,7 +13,7 @@ import (
 )
 
 // A Client whose topic is at its Active limit, held by another process,
-// polls once, tells its listener that the limit held the poll back, and
+// polls once, tells its observer that the limit held the poll back, and
 // waits its pause (an hour here) without polling again; the other
 // process's completion frees the slot and wakes it through its Notifier,
 // and it runs the next task at once. The other process is taskpg's, and

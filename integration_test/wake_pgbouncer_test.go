@@ -25,7 +25,7 @@ func TestADeafNotifierIsToldOnceAndTheConsumerPolls(t *testing.T) {
 	var mu sync.Mutex
 	var lost []error
 	told := make(chan struct{}, 1)
-	listener := taskproc.ListenerFunc(func(e taskproc.Event) {
+	observer := taskproc.ObserverFunc(func(e taskproc.Event) {
 		if e.Kind != taskproc.EventNotifierLost {
 			return
 		}
@@ -40,7 +40,7 @@ func TestADeafNotifierIsToldOnceAndTheConsumerPolls(t *testing.T) {
 	done := make(chan taskapi.Task, 10)
 	client := must[*taskproc.Client[taskpg.DB]](t, "taskproc.New")(taskproc.New[taskpg.DB](repo, taskpg.Transact(pool),
 		taskproc.WithNotifier(taskpg.NewNotifier(pool, taskpg.WithPingInterval(200*time.Millisecond))),
-		taskproc.WithPause(100*time.Millisecond), taskproc.WithListener(listener)))
+		taskproc.WithPause(100*time.Millisecond), taskproc.WithObserver(observer)))
 	err := client.Handle("t", taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
 		done <- task
 		return taskapi.Decision{Result: taskapi.Success}, nil

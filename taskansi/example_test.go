@@ -15,6 +15,19 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
+// openSQLite opens a migrated SQLite database in dir.
+func openSQLite(ctx context.Context, dir string) *sql.DB {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "tasks.db")+
+		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := migrations.Up(ctx, db, migrations.SQLite); err != nil {
+		log.Fatal(err)
+	}
+	return db
+}
+
 // A producer pushes tasks inside its own transaction on an embedded SQLite
 // database; a consumer polls them and completes them; an operator counts.
 func Example() {
@@ -24,15 +37,8 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "tasks.db")+
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
-	if err != nil {
-		log.Fatal(err)
-	}
+	db := openSQLite(ctx, dir)
 	defer db.Close()
-	if err := migrations.Up(ctx, db, migrations.SQLite); err != nil {
-		log.Fatal(err)
-	}
 	repo, err := taskansi.New(taskansi.SQLite, "worker-1")
 	if err != nil {
 		log.Fatal(err)
@@ -82,4 +88,51 @@ func Example() {
 	// sending welcome to user-42
 	// sending welcome to user-7
 	// succeeded: 2
+}
+
+// Cancel ends Ready, Active and Suspended tasks by sequence, with a reason
+// that becomes their output; CancelIdentifier ends an identifier's Ready
+// tasks. Tasks that already ended are left as they are.
+func ExampleRepository_Cancel() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "taskansi-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db := openSQLite(ctx, dir)
+	defer db.Close()
+	repo, err := taskansi.New(taskansi.SQLite, "operator")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := repo.Initialize(ctx, db, "reports"); err != nil {
+		log.Fatal(err)
+	}
+	tasks, err := repo.Push(ctx, db, "reports", taskapi.Append,
+		taskapi.Creation{Identifier: "tenant-1/daily"},
+		taskapi.Creation{Identifier: "tenant-2/daily"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	cancelled, err := repo.Cancel(ctx, db, "reports", "the tenant left", tasks[0].Sequence)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range cancelled {
+		info, _, err := repo.Lookup(ctx, db, "reports", c.Task.Sequence)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: %v from %v, %q\n", info.Identifier, info.State, c.From, info.Output)
+	}
+	counts, err := repo.Count(ctx, db, taskapi.Total, taskapi.Counting{}, taskapi.Unbounded)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("still ready:", counts["reports"][taskapi.Ready].Count)
+	// Output:
+	// tenant-1/daily: CANCELLED from READY, "cancelled: the tenant left"
+	// still ready: 1
 }

@@ -100,7 +100,7 @@ SELECT '%s', 'old-' || g, 'in', %s FROM generate_series(1, %d) AS g`, topic, col
 			if pages > planSlack {
 				t.Errorf("statistics %s: the next due time of %s touched %d pages, want at most %d", statistics, topic, pages, planSlack)
 			}
-			pages = explainedPages(t, db, repo, repo.q.reviveSpan, repo.args(topic, int(taskapi.Expired), taskapi.Inception, taskapi.MaxSequence, settledParameter(time.Time{}), 100)...)
+			pages = explainedPages(t, db, repo, repo.q.reviveSpan, repo.args(topic, int(taskapi.Expired), taskapi.Inception, taskapi.MaxSequence, completedByParameter(time.Time{}), 100)...)
 			t.Logf("statistics %s, revival of %s: %d pages", statistics, topic, pages)
 			if pages > planSlack {
 				t.Errorf("statistics %s: the revival of Expired tasks of %s, none, touched %d pages, want at most %d", statistics, topic, pages, planSlack)

@@ -168,9 +168,9 @@ WHERE topic = ? AND state <> ? AND ({ranges})`
 	reassignAll    = `
 UPDATE {task} SET descent = {greatest}(state, descent), state = ?, completed = COALESCE(completed, {now})
 WHERE topic = ? AND state = ? AND sequence BETWEEN ? AND ? AND ` + settled
-	// settled bounds ReviveSettled, ReassignSettled and PurgeSettled by
+	// settled bounds ReviveCompletedBy, ReassignCompletedBy and PurgeCompletedBy by
 	// completion time (the latest time for none): a task completed later is
-	// left out, one never completed is not (see taskapi.Settler).
+	// left out, one never completed is not (see taskapi.CompletionBounded).
 	settled   = `(completed IS NULL OR completed <= ?)`
 	deferLock = `SELECT sequence FROM {task}{primary} WHERE topic = ? AND state = 1 AND ({ranges}){wait}`
 	deferSet  = `UPDATE {task}{primary} SET not_before = ? WHERE topic = ? AND ({ranges})`

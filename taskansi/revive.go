@@ -12,17 +12,17 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-var _ taskapi.Settler[DB] = (*Repository)(nil)
+var _ taskapi.CompletionBounded[DB] = (*Repository)(nil)
 
 // Revive revives up to size tasks of topic in state within span, in
 // ascending sequence order, skipping rows that others locked.
 func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
-	return r.ReviveSettled(ctx, db, topic, how, state, span, time.Time{}, size)
+	return r.ReviveCompletedBy(ctx, db, topic, how, state, span, time.Time{}, size)
 }
 
-// ReviveSettled is Revive of the tasks completed at or before settled (a
-// zero settled: all), for taskapi.Settler.
-func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
+// ReviveCompletedBy is Revive of the tasks completed at or before completedBy (a
+// zero completedBy: all), for taskapi.CompletionBounded.
+func (r *Repository) ReviveCompletedBy(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, completedBy time.Time, size int) ([]taskapi.Revival, error) {
 	if run, err := check.Revive(topic, how, state, span, size); !run {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
@@ -30,7 +30,7 @@ func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how
 	err := r.retrying(ctx, db, func(db DB) error {
 		points := r.pointLocks(db)
 		return r.atomic(ctx, db, func(tx DB) error {
-			old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, settledParameter(settled), size)
+			old, err := queryRevived(ctx, tx, r.expand(r.q.reviveSpan), topic, int(state), span.From, span.To, completedByParameter(completedBy), size)
 			if err == nil {
 				slices.SortFunc(old, func(a, b revived) int { return cmp.Compare(a.Sequence, b.Sequence) })
 				revivals, err = r.revive(ctx, tx, topic, how, old, points)
@@ -194,16 +194,16 @@ func (r *Repository) reassign(ctx context.Context, tx DB, topic string, assigned
 // ReassignAll moves every task of topic in state from within span to the
 // state of result to, and returns how many.
 func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
-	return r.ReassignSettled(ctx, db, topic, from, to, span, time.Time{})
+	return r.ReassignCompletedBy(ctx, db, topic, from, to, span, time.Time{})
 }
 
-// ReassignSettled is ReassignAll of the tasks completed at or before
-// settled (a zero settled: all), for taskapi.Settler.
-func (r *Repository) ReassignSettled(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
+// ReassignCompletedBy is ReassignAll of the tasks completed at or before
+// completedBy (a zero completedBy: all), for taskapi.CompletionBounded.
+func (r *Repository) ReassignCompletedBy(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, completedBy time.Time) (int64, error) {
 	if run, err := check.ReassignAll(topic, from, to, span); !run {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}
-	n, err := r.written(ctx, db, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To, settledParameter(settled))...)
+	n, err := r.written(ctx, db, r.expand(r.q.reassignAll), r.args(int(to.State()), now{}, topic, int(from), span.From, span.To, completedByParameter(completedBy))...)
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}

@@ -27,14 +27,14 @@ func timeParameter(t time.Time) string {
 	return t.Format(timeLayout)
 }
 
-// settledParameter returns the bound of taskapi.Settler as a parameter
+// completedByParameter returns the bound of taskapi.CompletionBounded as a parameter
 // (see timeParameter): the latest time for none, which every completion
 // time precedes.
-func settledParameter(settled time.Time) string {
-	if settled.IsZero() {
+func completedByParameter(completedBy time.Time) string {
+	if completedBy.IsZero() {
 		return timeParameter(latest)
 	}
-	return timeParameter(settled)
+	return timeParameter(completedBy)
 }
 
 // nullableTime returns t as a parameter (see timeParameter), or nil (NULL)

@@ -90,7 +90,7 @@
 // resume a topic), [Leader] (terms for exclusive consumption), [Scheduler]
 // (periodic tasks), [Roster] (owners and what they hold), [Clock] (the
 // database's time), [Auditor] (the operators' log), [Finder] (tasks by a
-// prefix of their identifier or reference) and [Settler] (bulk changes
+// prefix of their identifier or reference) and [CompletionBounded] (bulk changes
 // bounded by a completion time, for operators' confirmations). A [Term]
 // that Leader issued is a [PollOption] as well: a poll under it claims
 // tasks only while the term is current, and holds off the next term until

@@ -465,9 +465,9 @@ RETURNING t.sequence, t.identifier, coalesce(t.input, ''), coalesce(t.reference,
 UPDATE {schema}.task
 SET state = $5, descent = GREATEST(state, descent), completed = coalesce(completed, {now})
 WHERE topic = $1 AND state = $2 AND sequence BETWEEN $3 AND $4 AND ` + settled6
-	// settled6 bounds ReviveSettled and ReassignSettled by completion time
+	// settled6 bounds ReviveCompletedBy and ReassignCompletedBy by completion time
 	// ($6, NULL for none): a task completed later is left out, one never
-	// completed is not (see taskapi.Settler).
+	// completed is not (see taskapi.CompletionBounded).
 	settled6 = `($6::timestamp IS NULL OR completed IS NULL OR completed <= $6::timestamp)`
 )
 

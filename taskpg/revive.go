@@ -16,17 +16,17 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-var _ taskapi.Settler[DB] = (*Repository)(nil)
+var _ taskapi.CompletionBounded[DB] = (*Repository)(nil)
 
 // Revive revives up to size tasks of topic in state within span, in
 // ascending sequence order.
 func (r *Repository) Revive(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error) {
-	return r.ReviveSettled(ctx, db, topic, how, state, span, time.Time{}, size)
+	return r.ReviveCompletedBy(ctx, db, topic, how, state, span, time.Time{}, size)
 }
 
-// ReviveSettled is Revive of the tasks completed at or before settled (a
-// zero settled: all), for taskapi.Settler.
-func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
+// ReviveCompletedBy is Revive of the tasks completed at or before completedBy (a
+// zero completedBy: all), for taskapi.CompletionBounded.
+func (r *Repository) ReviveCompletedBy(ctx context.Context, db DB, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, completedBy time.Time, size int) ([]taskapi.Revival, error) {
 	if run, err := check.Revive(topic, how, state, span, size); !run {
 		return nil, wrapf(err, "revive tasks of %q", topic)
 	}
@@ -39,7 +39,7 @@ func (r *Repository) ReviveSettled(ctx context.Context, db DB, topic string, how
 		return tasks, nil
 	}
 	revivals, err := retrying(ctx, db, func() ([]taskapi.Revival, error) {
-		return r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size, timeParameter(settled))
+		return r.revive(ctx, db, topic, how, ascending, query, topic, int16(state), span.From, span.To, size, timeParameter(completedBy))
 	})
 	if err != nil {
 		return nil, wrapf(err, "revive tasks of %q", topic)
@@ -194,17 +194,17 @@ func (r *Repository) Reassign(ctx context.Context, db DB, topic string, assignme
 // ReassignAll moves every task of topic in state from within span to the
 // state of result to, and returns how many.
 func (r *Repository) ReassignAll(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error) {
-	return r.ReassignSettled(ctx, db, topic, from, to, span, time.Time{})
+	return r.ReassignCompletedBy(ctx, db, topic, from, to, span, time.Time{})
 }
 
-// ReassignSettled is ReassignAll of the tasks completed at or before
-// settled (a zero settled: all), for taskapi.Settler.
-func (r *Repository) ReassignSettled(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
+// ReassignCompletedBy is ReassignAll of the tasks completed at or before
+// completedBy (a zero completedBy: all), for taskapi.CompletionBounded.
+func (r *Repository) ReassignCompletedBy(ctx context.Context, db DB, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, completedBy time.Time) (int64, error) {
 	if run, err := check.ReassignAll(topic, from, to, span); !run {
 		return 0, wrapf(err, "reassign tasks of %q", topic)
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
-		return exec(ctx, db, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()), timeParameter(settled))
+		return exec(ctx, db, r.q.reassignAll, topic, int16(from), span.From, span.To, int16(to.State()), timeParameter(completedBy))
 	})
 	if err != nil {
 		return 0, wrapf(err, "reassign tasks of %q", topic)

@@ -85,18 +85,18 @@ func (r *Repository) PurgeAll(ctx context.Context, db DB, topic string) error {
 // Purge deletes the tasks of topic within span in the given states (Failed to
 // Cancelled when none are given) and returns how many.
 func (r *Repository) Purge(ctx context.Context, db DB, topic string, span taskapi.Range, states ...taskapi.State) (int64, error) {
-	return r.PurgeSettled(ctx, db, topic, span, time.Time{}, states...)
+	return r.PurgeCompletedBy(ctx, db, topic, span, time.Time{}, states...)
 }
 
-// PurgeSettled is Purge of the tasks completed at or before settled (a
-// zero settled: all), for taskapi.Settler.
-func (r *Repository) PurgeSettled(ctx context.Context, db DB, topic string, span taskapi.Range, settled time.Time, states ...taskapi.State) (int64, error) {
+// PurgeCompletedBy is Purge of the tasks completed at or before completedBy (a
+// zero completedBy: all), for taskapi.CompletionBounded.
+func (r *Repository) PurgeCompletedBy(ctx context.Context, db DB, topic string, span taskapi.Range, completedBy time.Time, states ...taskapi.State) (int64, error) {
 	states, run, err := check.Purge(topic, span, states)
 	if !run {
 		return 0, wrapf(err, "purge tasks of %q", topic)
 	}
 	tag, err := retrying(ctx, db, func() (pgconn.CommandTag, error) {
-		return exec(ctx, db, r.q.purge, topic, span.From, span.To, ordinals(states), timeParameter(settled))
+		return exec(ctx, db, r.q.purge, topic, span.From, span.To, ordinals(states), timeParameter(completedBy))
 	})
 	if err != nil {
 		return 0, wrapf(err, "purge tasks of %q", topic)

@@ -65,7 +65,7 @@ func cancelCases[Tx any](all map[string]suiteCase[Tx]) {
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return taskapi.Decision{}, taskproc.Transient(ctx.Err()) // asks for a retry
-		}), taskproc.WithSize(2), taskproc.WithListener(rec))
+		}), taskproc.WithSize(2), taskproc.WithObserver(rec))
 		e.start(c)
 		e.cancelWhenRunning(started, tasks[0], "the caller went away")
 		if cause := causeOf(t, causes); !errors.Is(cause, taskapi.ErrCancelled) {
@@ -117,7 +117,7 @@ func cancelCases[Tx any](all map[string]suiteCase[Tx]) {
 				return taskapi.Decision{Result: taskapi.Success, Output: "charged"}, nil
 			})
 		}
-		handle(t, c, topic, h, taskproc.WithListener(rec))
+		handle(t, c, topic, h, taskproc.WithObserver(rec))
 		e.start(c)
 		e.cancelWhenRunning(started, tasks[0], "")
 		if cause := causeOf(t, causes); !errors.Is(cause, taskapi.ErrCancelled) {
@@ -149,7 +149,7 @@ func cancelCases[Tx any](all map[string]suiteCase[Tx]) {
 			err := b.Complete(taskproc.Decisions{b.Tasks()[0]: {Result: taskapi.Success}})
 			result <- err
 			return err
-		}), taskproc.WithListener(rec))
+		}), taskproc.WithObserver(rec))
 		e.start(c)
 		e.cancelWhenRunning(started, tasks[0], "")
 		close(proceed)

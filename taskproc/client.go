@@ -85,7 +85,7 @@ func (c *Client[Tx]) Handle(topic string, handler Handler, opts ...TopicOption) 
 	if err != nil {
 		return fmt.Errorf("taskproc: handle %q: %w", topic, err)
 	}
-	s.resume, s.clock, s.alive, s.managed, s.gate = c.resumeLocal, c.clock, c.keeper.alive, true, c.gate
+	s.wiring = wiring{resume: c.resumeLocal, alive: c.keeper.alive, managed: true, clock: c.clock, gate: c.gate}
 	m, err := newManager(c.repo, c.transact, topic, handler, s)
 	if err != nil {
 		return err

@@ -160,7 +160,7 @@ func clientCases[Tx any](all map[string]suiteCase[Tx]) {
 	all["ALimiterBoundsBatchesAcrossTopicsAndChangesAtRunTime"] = func(t *testing.T, e *env[Tx]) {
 		e.pushTo(topic, ids(40, 40)...)
 		e.pushTo(other, ids(40, 40)...)
-		limiter := taskproc.Bounded(1)
+		limiter := taskproc.NewBoundedLimiter(1)
 		var inFlight, most atomic.Int32
 		gate := make(chan struct{})
 		var gateOnce sync.Once
@@ -189,13 +189,13 @@ func clientCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 	}
 
-	all["TheListenerAndTheLogHearOfEveryBatch"] = func(t *testing.T, e *env[Tx]) {
+	all["TheObserverAndTheLogHearOfEveryBatch"] = func(t *testing.T, e *env[Tx]) {
 		e.push("good", "bad")
 		events := &recorder{}
 		var logged bytes.Buffer
 		var logMu sync.Mutex
 		logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logged}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		c := e.client(e.repo, taskproc.WithListener(events), taskproc.WithLogger(logger))
+		c := e.client(e.repo, taskproc.WithObserver(events), taskproc.WithLogger(logger))
 		handle(t, c, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
 			if b.Tasks()[0].Identifier == "bad" {
 				return errors.New("bad batch")

@@ -340,11 +340,11 @@ func TestCompositeResultError(t *testing.T) {
 		tasks := compTasks(3)
 		c := NewComposite[compTx](WithConcurrency(n)).
 			Step("filter", func(context.Context, []taskapi.Task, *Supplement) (Outcomes, error) {
-				return nil, WithResult(taskapi.Filter, errors.New("not mine"))
+				return nil, EndWith(taskapi.Filter, errors.New("not mine"))
 			}).
 			Each("suspend", compEach(func(task taskapi.Task) (Outcome, error) {
 				if task.Sequence == 2 {
-					return Outcome{}, fmt.Errorf("wrapped: %w", WithResult(taskapi.Suspension, errors.New("later")))
+					return Outcome{}, fmt.Errorf("wrapped: %w", EndWith(taskapi.Suspension, errors.New("later")))
 				}
 				return compOutcome(taskapi.Success, "", FlowDefault), nil
 			}))

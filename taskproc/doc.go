@@ -48,9 +48,11 @@
 //
 // # Limiters
 //
-// Unlimited, Bounded (shared across topics), Prioritizing (by priority, FIFO
-// among equals, with reserved minimums), PerTopic (a bounded wait queue per
-// topic that refuses with ErrQueueFull) and Chain; limits change at run time.
+// Without WithLimiter a topic's batches are not limited. NewBoundedLimiter
+// (shared across topics), NewPriorityLimiter (by priority, FIFO among
+// equals, with reserved minimums), NewTopicLimiter (a bounded wait queue
+// per topic that refuses with ErrQueueFull) and Chain limit them; limits
+// change at run time.
 //
 // # Cancellation
 //
@@ -64,7 +66,7 @@
 // Nothing the handler decides for the task is written, nor retried: a
 // handler that ignores the cancellation and succeeds has its success
 // dropped and its completion's transaction rolled back for the task. The
-// Listener hears EventCancelled, and Manager.Stats counts Cancelled.
+// Observer hears EventCancelled, and Manager.Stats counts Cancelled.
 //
 // # Deadlines and the pool
 //
@@ -89,7 +91,7 @@
 //
 // # Observing
 //
-// A Listener hears of every batch polled, dispatched, completed, failed or
+// An Observer hears of every batch polled, dispatched, completed, failed or
 // released, of empty and failed polls, wake-ups and a loop's death; the
 // runtime logs through log/slog (WithLogger); Manager.Stats counts.
 package taskproc

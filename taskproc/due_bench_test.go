@@ -55,12 +55,12 @@ func BenchmarkDeferredStart(b *testing.B) {
 		}
 		return taskapi.Decision{Result: taskapi.Success}, nil
 	})
-	count := taskproc.ListenerFunc(func(e taskproc.Event) {
+	count := taskproc.ObserverFunc(func(e taskproc.Event) {
 		if e.Kind == taskproc.EventEmpty || e.Kind == taskproc.EventPolled {
 			polls.Add(1)
 		}
 	})
-	m, err := taskproc.NewManager[taskpg.DB](repo, taskpg.Transact(pool), topic, handler, taskproc.WithListener(count))
+	m, err := taskproc.NewManager[taskpg.DB](repo, taskpg.Transact(pool), topic, handler, taskproc.WithObserver(count))
 	if err != nil {
 		b.Fatal(err)
 	}

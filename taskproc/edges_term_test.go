@@ -110,14 +110,14 @@ func holding(held chan<- []taskapi.Task, release <-chan struct{}) taskproc.Handl
 // TestALoopThatLostItsTermWhileWaitingForASlotClaimsNothing proves that a
 // leader's loop that waits for a limiter slot when it loses its term polls
 // nothing once it gets the slot. Leader A's loop of the topic waits for
-// the one slot of a Bounded(1) limiter that a batch of another topic
+// the one slot of a NewBoundedLimiter(1) limiter that a batch of another topic
 // holds; A is cut off, its renewal fails, and B takes over; once A is
 // reconnected and the slot freed, the slot goes through A's loop to the
 // other topic's, and no batch of the topic ever reaches A's handler.
 func TestALoopThatLostItsTermWhileWaitingForASlotClaimsNothing(t *testing.T) {
 	rig := newCutRigPG(t, topic, other)
 	rig.push(t, other, 1)
-	limiter := taskproc.Bounded(1)
+	limiter := taskproc.NewBoundedLimiter(1)
 	events := &recorder{}
 	held, release := make(chan []taskapi.Task, 1), make(chan struct{})
 	heldB, releaseB := make(chan []taskapi.Task, 1), make(chan struct{})
@@ -125,7 +125,7 @@ func TestALoopThatLostItsTermWhileWaitingForASlotClaimsNothing(t *testing.T) {
 	defer releasedB.Do(func() { close(releaseB) })
 	defer released.Do(func() { close(release) })
 	var seen batches
-	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithLimiter(limiter), taskproc.WithListener(events),
+	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithLimiter(limiter), taskproc.WithObserver(events),
 		taskproc.WithPause(20*time.Millisecond))
 	handle(t, a, other, holding(held, release))
 	handle(t, a, topic, recording(&seen), taskproc.WithLeadership(termTTL))
@@ -178,7 +178,7 @@ func TestALostTermEndsItsBatchAndItsTasksComeBackAfterAHeartbeat(t *testing.T) {
 	held, cause, late := make(chan []taskapi.Task, 1), make(chan error, 1), make(chan error, 1)
 	var first sync.Once
 	complete := completing(results, "proc-a")
-	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithListener(events), taskproc.WithHeartbeat(100*time.Millisecond),
+	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithObserver(events), taskproc.WithHeartbeat(100*time.Millisecond),
 		taskproc.WithGrace(time.Second))
 	handle(t, a, topic, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
 		firstBatch := false
@@ -199,7 +199,7 @@ func TestALostTermEndsItsBatchAndItsTasksComeBackAfterAHeartbeat(t *testing.T) {
 	}
 	within(t, "A's batch", held)
 	bEvents := &recorder{}
-	b := rig.client(t, "proc-b", rig.direct, taskproc.WithHeartbeat(100*time.Millisecond), taskproc.WithListener(bEvents))
+	b := rig.client(t, "proc-b", rig.direct, taskproc.WithHeartbeat(100*time.Millisecond), taskproc.WithObserver(bEvents))
 	handle(t, b, topic, completing(results, "proc-b"), taskproc.WithLeadership(termTTL), taskproc.WithPause(50*time.Millisecond))
 	if err := b.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestALostTermIsNeverLedAgain(t *testing.T) {
 	const ttl = 900 * time.Millisecond // the lost term is still current at the round after the connection is back
 	rig := newCutRigPG(t, topic)
 	events := &recorder{}
-	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithListener(events))
+	a := rig.client(t, "proc-a", rig.cutOff, taskproc.WithObserver(events))
 	handle(t, a, topic, taskproc.Sequential(succeed), taskproc.WithLeadership(ttl))
 	if err := a.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -114,7 +114,7 @@ func stoppingKeepsOwnerAlive[Tx any](t *testing.T, e *env[Tx]) {
 		return n, err
 	}
 	events := &recorder{}
-	b := e.client(repoB, append(opts, taskproc.WithRevival(), taskproc.WithListener(events))...)
+	b := e.client(repoB, append(opts, taskproc.WithRevival(), taskproc.WithObserver(events))...)
 	handle(t, b, topic, completing(results, "proc-b"))
 	e.start(b)
 	e.eventually("two sweeps of B past A's expiry", func() bool { return sweptPast.Load() >= 2 })
@@ -184,12 +184,12 @@ func completionOfTakenTasks[Tx any](t *testing.T, e *env[Tx]) {
 func drainingWhileWaitingForASlot[Tx any](t *testing.T, e *env[Tx]) {
 	e.pushTo(other, "holds the slot")
 	events := &recorder{}
-	limiter := taskproc.Bounded(1)
+	limiter := taskproc.NewBoundedLimiter(1)
 	held, free := make(chan struct{}), make(chan struct{})
 	var freed sync.Once
 	defer freed.Do(func() { close(free) })
 	var seen batches
-	c := e.client(e.repo, taskproc.WithLimiter(limiter), taskproc.WithListener(events), taskproc.WithPause(20*time.Millisecond))
+	c := e.client(e.repo, taskproc.WithLimiter(limiter), taskproc.WithObserver(events), taskproc.WithPause(20*time.Millisecond))
 	handle(t, c, other, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
 		close(held) // the one task of the topic: one batch
 		<-free

@@ -235,14 +235,14 @@ func succeed(context.Context, taskapi.Task) (taskapi.Decision, error) {
 	return taskapi.Decision{Result: taskapi.Success}, nil
 }
 
-// recorder is a Listener that keeps every event, and when it was told.
+// recorder is an Observer that keeps every event, and when it was told.
 type recorder struct {
 	mu     sync.Mutex
 	events []taskproc.Event
 	times  []time.Time
 }
 
-func (r *recorder) Notify(e taskproc.Event) {
+func (r *recorder) Observe(e taskproc.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)

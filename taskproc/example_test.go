@@ -157,7 +157,7 @@ func ExampleComposite() {
 		Each("check", func(ctx context.Context, task taskapi.Task, s *taskproc.Supplement) (taskproc.Outcome, error) {
 			parsed, _ := amounts.Get(s)
 			if parsed[task.Identifier] < 0 {
-				return taskproc.Outcome{}, taskproc.WithResult(taskapi.Filter, fmt.Errorf("negative amount"))
+				return taskproc.Outcome{}, taskproc.EndWith(taskapi.Filter, fmt.Errorf("negative amount"))
 			}
 			return taskproc.Outcome{Decision: taskapi.Decision{Result: taskapi.Success}}, nil
 		}, "parse").

@@ -47,9 +47,9 @@ func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
 	return pool
 }
 
-// successor names the next owner of a taskpg Client.
-func successor(previous string) (taskproc.Repository[taskpg.DB], error) {
-	return taskpg.New(taskproc.NextOwner(previous))
+// successor is the repository of a taskpg Client's next owner.
+func successor(owner string) (taskproc.Repository[taskpg.DB], error) {
+	return taskpg.New(owner)
 }
 
 // TestAnOwnerCutOffFencesItselfAndNoStaleClaimIsCompleted runs two
@@ -114,7 +114,7 @@ func cutOffOwner(t *testing.T, window time.Duration) {
 		taskproc.WithPause(50 * time.Millisecond)}
 
 	repoA, _ := taskpg.New("proc-a")
-	a, err := taskproc.New[taskpg.DB](repoA, taskpg.Transact(cutOff), append(opts, taskproc.WithListener(events),
+	a, err := taskproc.New[taskpg.DB](repoA, taskpg.Transact(cutOff), append(opts, taskproc.WithObserver(events),
 		taskproc.WithSuccessor(successor), taskproc.WithGrace(time.Second), taskproc.WithSettleWindow(window))...)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +253,7 @@ func TestAnOwnerWithoutASuccessorReleasesWhatItGaveUp(t *testing.T) {
 	// registration too, which 150 ms did not leave room for beside CI's
 	// heavy tests.
 	c, err := taskproc.New[taskpg.DB](repo, taskpg.Transact(cutOff), taskproc.WithHeartbeat(100*time.Millisecond),
-		taskproc.WithExpiry(time.Second), taskproc.WithListener(events), taskproc.WithPause(50*time.Millisecond))
+		taskproc.WithExpiry(time.Second), taskproc.WithObserver(events), taskproc.WithPause(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func fleetCases[Tx any](all map[string]suiteCase[Tx]) {
 			return poll()
 		}
 		events := &recorder{}
-		c := e.client(repo, taskproc.WithReconcile(20*time.Millisecond), taskproc.WithListener(events))
+		c := e.client(repo, taskproc.WithReconcile(20*time.Millisecond), taskproc.WithObserver(events))
 		handle(t, c, topic, taskproc.Sequential(succeed))
 		e.start(c)
 		if a := c.Manager(topic).Activation(); a != taskapi.Paused {
@@ -154,7 +154,7 @@ func fleetCases[Tx any](all map[string]suiteCase[Tx]) {
 		// Drained says so at once, not after the pause.
 		c := e.client(e.repo, taskproc.WithPause(time.Hour))
 		events := &recorder{}
-		handle(t, c, topic, taskproc.Sequential(succeed), taskproc.WithListener(events))
+		handle(t, c, topic, taskproc.Sequential(succeed), taskproc.WithObserver(events))
 		e.start(c)
 		e.eventually("an empty poll", func() bool { return len(events.of(taskproc.EventEmpty)) > 0 })
 		if err := c.SetActivation(e.ctx, topic, taskapi.Draining); err != nil {

@@ -187,7 +187,7 @@ func startLive[Tx any](t *testing.T, rig *freezeRig[Tx], path freezePath[Tx]) *l
 		// poll would be frozen in place of the handler's. The tests push
 		// one task at a time.
 		l.c, err = taskproc.New(repo, rig.transact(proxied), taskproc.WithSize(1), taskproc.WithHeartbeat(freezeHeartbeat), taskproc.WithExpiry(freezeExpiry),
-			taskproc.WithListener(l.events), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
+			taskproc.WithObserver(l.events), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
 	}
 	if err == nil {
 		err = l.c.Handle(topic, path.handler(rig, &l.runs))

@@ -46,8 +46,9 @@ type ResultError struct {
 	Err    error
 }
 
-// WithResult returns err as a ResultError of result.
-func WithResult(result taskapi.Result, err error) error {
+// EndWith returns err as a ResultError of result: a TaskFunc or a step that
+// returns it ends its task with result, its text the output.
+func EndWith(result taskapi.Result, err error) error {
 	return &ResultError{Result: result, Err: err}
 }
 

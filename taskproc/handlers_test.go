@@ -29,7 +29,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 			mu.Unlock()
 			switch task.Identifier {
 			case "filtered":
-				return taskapi.Decision{}, taskproc.WithResult(taskapi.Filter, fmt.Errorf("not for us"))
+				return taskapi.Decision{}, taskproc.EndWith(taskapi.Filter, fmt.Errorf("not for us"))
 			case "broken":
 				return taskapi.Decision{}, fmt.Errorf("broken input")
 			case "panics":
@@ -107,7 +107,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 			return b.Complete(every(b, taskapi.Success))
 		}), taskproc.ReleaseOnClose)
 		events := &recorder{}
-		e.start(e.manager(buffered, taskproc.WithSize(1), taskproc.WithListener(events)))
+		e.start(e.manager(buffered, taskproc.WithSize(1), taskproc.WithObserver(events)))
 		// One batch at the worker, two in the buffer, one in the loop's
 		// hands waiting for room: four polled, no fifth.
 		e.eventually("a full buffer", func() bool { return buffered.Depth() == 2 && len(events.of(taskproc.EventPolled)) == 4 })
@@ -139,7 +139,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		// The follow-up topic's manager waits an hour after its empty first
 		// poll: only the resume after the commit brings it back in time.
 		events := &recorder{}
-		handle(t, c, other, taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithListener(events))
+		handle(t, c, other, taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithObserver(events))
 		e.start(c)
 		e.eventually("the follow-up topic idle", func() bool { return len(events.of(taskproc.EventEmpty)) > 0 })
 		parents := e.push("good", "bad")
@@ -176,7 +176,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 		c := e.client(e.repo)
 		events := &recorder{}
-		handle(t, c, topic, followingUp(e), taskproc.WithListener(events))
+		handle(t, c, topic, followingUp(e), taskproc.WithObserver(events))
 		e.start(c)
 		parent := e.push("parent")[0]
 		e.eventually("the parent decided", func() bool { return e.info(parent).State != taskapi.Ready && e.info(parent).State != taskapi.Active })
@@ -207,7 +207,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 				return ctx.Err()
 			}), mode)
 			events := &recorder{}
-			m := e.manager(buffered, taskproc.WithSize(1), taskproc.WithListener(events), taskproc.WithGrace(patience))
+			m := e.manager(buffered, taskproc.WithSize(1), taskproc.WithObserver(events), taskproc.WithGrace(patience))
 			e.start(m)
 			within(t, "the worker", working)
 			e.eventually("a full buffer", func() bool { return buffered.Depth() == 2 && len(events.of(taskproc.EventPolled)) == 4 })

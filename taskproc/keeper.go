@@ -38,7 +38,7 @@ type keeper[Tx any] struct {
 	beats     runner[Tx]            // its heartbeats, bounded by the interval too, so that one that went silent is tried again well before the owner would fence
 	managers  func() []*Manager[Tx] // the Client's, whose tasks it keeps
 	s         settings
-	successor func(previous string) (Repository[Tx], error)
+	successor func(owner string) (Repository[Tx], error)
 
 	mu    sync.Mutex
 	repo  Repository[Tx] // the current owner
@@ -55,7 +55,7 @@ type keeper[Tx any] struct {
 func newKeeper[Tx any](repo Repository[Tx], transact Transact[Tx], managers func() []*Manager[Tx], s settings) (*keeper[Tx], error) {
 	k := &keeper[Tx]{own: runner[Tx]{transact, s.bound()}, beats: runner[Tx]{transact, min(s.bound(), s.heartbeat)}, managers: managers, s: s, repo: repo}
 	if s.successor != nil {
-		fn, ok := s.successor.(func(previous string) (Repository[Tx], error))
+		fn, ok := s.successor.(func(owner string) (Repository[Tx], error))
 		if !ok {
 			return nil, fmt.Errorf("taskproc: a successor of type %T for a repository of type %T: %w", s.successor, repo, taskapi.ErrInvalidArgument)
 		}
@@ -265,7 +265,7 @@ func (k *keeper[Tx]) recover(ctx context.Context) {
 	next := old
 	if k.successor != nil {
 		var err error
-		if next, err = k.successor(old.Owner()); err != nil {
+		if next, err = k.successor(NextOwner(old.Owner())); err != nil {
 			k.s.notify(Event{Kind: EventMaintenanceFailed, Owner: old.Owner(), Err: err})
 			return
 		}

@@ -20,7 +20,7 @@ var errTermEnding = errors.New("taskproc: the term of leadership runs out before
 // (the repository must be a taskapi.Leader), renewed every third of it; a
 // leader that fails to renew concedes at once, and another process takes
 // over at most ttl and a third after the leader died.
-func WithLeadership(ttl time.Duration) TopicOption { return func(s *settings) { s.leadership = ttl } }
+func WithLeadership(ttl time.Duration) TopicOption { return func(s *settings) { s.leaderTTL = ttl } }
 
 // WithLeaderCallback sets a function that a Manager with leadership calls,
 // on a goroutine of its own, each time it starts to lead: ctx ends when the
@@ -58,7 +58,7 @@ func (m *Manager[Tx]) startLeadership(r *run) (<-chan struct{}, error) {
 		return nil, fmt.Errorf("taskproc: leadership of %q: the repository issues no terms: %w", m.topic, taskapi.ErrInvalidArgument)
 	}
 	m.hold(holdLeader, true)
-	l := &leadership[Tx]{m: m, ttl: m.s.leadership}
+	l := &leadership[Tx]{m: m, ttl: m.s.leaderTTL}
 	m.lead.Store(l)
 	done := make(chan struct{})
 	go func() {
@@ -71,13 +71,13 @@ func (m *Manager[Tx]) startLeadership(r *run) (<-chan struct{}, error) {
 // Leading reports whether the Manager leads its topic (always false
 // without WithLeadership).
 func (m *Manager[Tx]) Leading() bool {
-	return m.s.leadership > 0 && m.holds.Load()&int32(holdLeader) == 0
+	return m.s.leaderTTL > 0 && m.holds.Load()&int32(holdLeader) == 0
 }
 
 // term returns the term the Manager polls under: the zero Term and true
 // without leadership, false when it leads no term.
 func (m *Manager[Tx]) term() (taskapi.Term, bool) {
-	if m.s.leadership == 0 {
+	if m.s.leaderTTL == 0 {
 		return taskapi.Term{}, true
 	}
 	l := m.lead.Load()

@@ -6,7 +6,7 @@ import (
 )
 
 // ErrQueueFull is the error of a Limiter that refuses to queue a waiter:
-// PerTopic when as many acquirers of a topic wait as its queue holds. A
+// a TopicLimiter when as many acquirers of a topic wait as its queue holds. A
 // Manager that meets it waits its pause and polls again.
 var ErrQueueFull = errors.New("taskproc: limiter queue full")
 
@@ -22,9 +22,7 @@ type Limiter interface {
 	Acquire(ctx context.Context, topic string) (release func(), err error)
 }
 
-// Unlimited returns a Limiter that never waits.
-func Unlimited() Limiter { return unlimited{} }
-
+// unlimited is the Limiter of a topic without WithLimiter: it never waits.
 type unlimited struct{}
 
 func (unlimited) Acquire(ctx context.Context, _ string) (func(), error) {

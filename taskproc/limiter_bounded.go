@@ -7,7 +7,7 @@ import (
 
 // BoundedLimiter is a Limiter with a fixed number of slots shared by every
 // topic that uses it. Acquirers that find no free slot are served in the
-// order they arrived. Create one with Bounded.
+// order they arrived. Create one with NewBoundedLimiter.
 type BoundedLimiter struct {
 	mu      sync.Mutex
 	limit   int
@@ -15,11 +15,11 @@ type BoundedLimiter struct {
 	waiters fifo[*waiter]
 }
 
-// Bounded returns a limiter that lets at most n slots be in use at once,
+// NewBoundedLimiter returns a limiter that lets at most n slots be in use at once,
 // across all topics, and serves waiting acquirers first come, first served.
 // When n is less than 1, no slot is handed out until SetLimit raises the
 // limit.
-func Bounded(n int) *BoundedLimiter { return &BoundedLimiter{limit: n} }
+func NewBoundedLimiter(n int) *BoundedLimiter { return &BoundedLimiter{limit: n} }
 
 // Acquire waits for a free slot, as described by Limiter. The topic is not
 // used.

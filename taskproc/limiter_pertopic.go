@@ -9,7 +9,7 @@ import (
 // TopicLimiter is a Limiter that bounds each topic on its own: how many
 // slots of the topic are in use at once and how many of its acquirers may
 // wait. Waiters of a topic are served in the order they arrived. Create one
-// with PerTopic.
+// with NewTopicLimiter.
 type TopicLimiter struct {
 	mu          sync.Mutex
 	concurrency int
@@ -33,13 +33,13 @@ func (t *topicLane) admit(concurrency int) {
 	}
 }
 
-// PerTopic returns a limiter that lets at most concurrency slots of each
+// NewTopicLimiter returns a limiter that lets at most concurrency slots of each
 // topic be in use at once and at most queue acquirers of each topic wait;
 // an Acquire that would make one waiter too many fails at once with an
 // error that wraps ErrQueueFull and names the topic. Topics do not affect
 // each other. When concurrency is less than 1, no slot is handed out until
 // SetLimits raises it; a queue of 0 or less lets no acquirer wait.
-func PerTopic(concurrency, queue int) *TopicLimiter {
+func NewTopicLimiter(concurrency, queue int) *TopicLimiter {
 	return &TopicLimiter{
 		concurrency: concurrency,
 		queue:       queue,

@@ -8,7 +8,7 @@ import (
 
 // PriorityLimiter is a Limiter with a fixed number of slots shared by every
 // topic that uses it, which serves waiting acquirers by the priority of
-// their topic and honours per-topic reserves. Create one with Prioritizing.
+// their topic and honours per-topic reserves. Create one with NewPriorityLimiter.
 type PriorityLimiter struct {
 	priority func(topic string) int
 
@@ -79,7 +79,7 @@ func (q *priorityQueue) Pop() any {
 	return w
 }
 
-// Prioritizing returns a limiter that lets at most n slots be in use at
+// NewPriorityLimiter returns a limiter that lets at most n slots be in use at
 // once, across all topics. When a slot frees, it goes to the waiting
 // acquirer whose topic has the highest priority, the one that has waited
 // longest among equal priorities, unless a topic below its reserve waits
@@ -87,7 +87,7 @@ func (q *priorityQueue) Pop() any {
 // the limiter's lock held; a nil priority gives every topic the same
 // priority. When n is less than 1, no slot is handed out until SetLimit
 // raises the limit.
-func Prioritizing(n int, priority func(topic string) int) *PriorityLimiter {
+func NewPriorityLimiter(n int, priority func(topic string) int) *PriorityLimiter {
 	return &PriorityLimiter{
 		priority: priority,
 		limit:    n,

@@ -128,16 +128,16 @@ const limitTopic = "orders"
 func subjects() map[string]func(n int) subject {
 	const queue = 1 << 20
 	return map[string]func(n int) subject{
-		"Bounded": func(n int) subject {
-			l := taskproc.Bounded(n)
+		"NewBoundedLimiter": func(n int) subject {
+			l := taskproc.NewBoundedLimiter(n)
 			return subject{l, l.InUse, l.Waiting, l.SetLimit}
 		},
-		"Prioritizing": func(n int) subject {
-			l := taskproc.Prioritizing(n, nil)
+		"NewPriorityLimiter": func(n int) subject {
+			l := taskproc.NewPriorityLimiter(n, nil)
 			return subject{l, l.InUse, l.Waiting, l.SetLimit}
 		},
-		"PerTopic": func(n int) subject {
-			l := taskproc.PerTopic(n, queue)
+		"NewTopicLimiter": func(n int) subject {
+			l := taskproc.NewTopicLimiter(n, queue)
 			return subject{
 				lim:      l,
 				inUse:    func() int { return l.InUse(limitTopic) },
@@ -210,30 +210,6 @@ func serveOrder(t *testing.T, served <-chan result, n int) []int {
 		r.release()
 	}
 	return order
-}
-
-func TestUnlimited(t *testing.T) {
-	l := taskproc.Unlimited()
-	var g gauge
-	runAll(t, 32, func(int) {
-		for range 100 {
-			release, err := l.Acquire(context.Background(), limitTopic)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			g.enter()
-			spin(1)
-			g.leave()
-			release()
-			release()
-		}
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := l.Acquire(ctx, limitTopic); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire with a done context: err = %v, want context.Canceled", err)
-	}
 }
 
 func TestLimitersNeverExceedLimit(t *testing.T) {
@@ -523,7 +499,7 @@ func TestLimitersZeroLimitAdmitsNothing(t *testing.T) {
 }
 
 func TestBoundedFIFO(t *testing.T) {
-	l := taskproc.Bounded(1)
+	l := taskproc.NewBoundedLimiter(1)
 	hold := mustAcquire(t, l, "a")
 	topics := []string{"a", "b", "c", "a", "b", "c", "a", "b", "c", "d"}
 	served := queueWaiters(t, l, l.Waiting, topics)
@@ -535,7 +511,7 @@ func TestBoundedFIFO(t *testing.T) {
 }
 
 func TestBoundedSharedAcrossTopics(t *testing.T) {
-	l := taskproc.Bounded(2)
+	l := taskproc.NewBoundedLimiter(2)
 	ra := mustAcquire(t, l, "a")
 	rb := mustAcquire(t, l, "b")
 	served := queueWaiters(t, l, l.Waiting, []string{"c"})
@@ -556,7 +532,7 @@ func priorities(m map[string]int) func(string) int {
 }
 
 func TestPrioritizingOrder(t *testing.T) {
-	l := taskproc.Prioritizing(1, priorities(map[string]int{"a": 1, "b": 2, "c": 3}))
+	l := taskproc.NewPriorityLimiter(1, priorities(map[string]int{"a": 1, "b": 2, "c": 3}))
 	hold := mustAcquire(t, l, "a")
 	topics := []string{"a", "b", "c", "a", "c", "b", "z", "c"}
 	served := queueWaiters(t, l, l.Waiting, topics)
@@ -568,7 +544,7 @@ func TestPrioritizingOrder(t *testing.T) {
 }
 
 func TestPrioritizingNilPriorityIsFIFO(t *testing.T) {
-	l := taskproc.Prioritizing(1, nil)
+	l := taskproc.NewPriorityLimiter(1, nil)
 	hold := mustAcquire(t, l, "x")
 	topics := []string{"x", "y", "z", "y", "x"}
 	served := queueWaiters(t, l, l.Waiting, topics)
@@ -582,7 +558,7 @@ func TestPrioritizingNilPriorityIsFIFO(t *testing.T) {
 func TestPrioritizingReadsPriorityWhenWaiting(t *testing.T) {
 	var xPrio atomic.Int64
 	xPrio.Store(1)
-	l := taskproc.Prioritizing(1, func(limitTopic string) int {
+	l := taskproc.NewPriorityLimiter(1, func(limitTopic string) int {
 		if limitTopic == "x" {
 			return int(xPrio.Load())
 		}
@@ -602,7 +578,7 @@ func TestPrioritizingReadsPriorityWhenWaiting(t *testing.T) {
 }
 
 func TestPrioritizingReserve(t *testing.T) {
-	l := taskproc.Prioritizing(2, priorities(map[string]int{"high": 10, "low": 0}))
+	l := taskproc.NewPriorityLimiter(2, priorities(map[string]int{"high": 10, "low": 0}))
 	l.Reserve("low", 1)
 	hold1 := mustAcquire(t, l, "high")
 	hold2 := mustAcquire(t, l, "high")
@@ -629,7 +605,7 @@ func TestPrioritizingReserve(t *testing.T) {
 }
 
 func TestPrioritizingReserveOldestFirst(t *testing.T) {
-	l := taskproc.Prioritizing(1, priorities(map[string]int{"hi": 10, "b": 1, "c": 0}))
+	l := taskproc.NewPriorityLimiter(1, priorities(map[string]int{"hi": 10, "b": 1, "c": 0}))
 	l.Reserve("b", 1)
 	l.Reserve("c", 2)
 	hold := mustAcquire(t, l, "hi")
@@ -645,7 +621,7 @@ func TestPrioritizingReserveOldestFirst(t *testing.T) {
 }
 
 func TestPrioritizingReserveRemoved(t *testing.T) {
-	l := taskproc.Prioritizing(1, priorities(map[string]int{"hi": 10, "lo": 0}))
+	l := taskproc.NewPriorityLimiter(1, priorities(map[string]int{"hi": 10, "lo": 0}))
 	l.Reserve("lo", 1)
 	l.Reserve("lo", 0)
 	hold := mustAcquire(t, l, "hi")
@@ -662,7 +638,7 @@ func TestPrioritizingReserveRemoved(t *testing.T) {
 func TestPrioritizingStressWithReserves(t *testing.T) {
 	const limit = 3
 	topics := []string{"t0", "t1", "t2", "t3"}
-	l := taskproc.Prioritizing(limit, priorities(map[string]int{"t0": 0, "t1": 1, "t2": 2, "t3": 3}))
+	l := taskproc.NewPriorityLimiter(limit, priorities(map[string]int{"t0": 0, "t1": 1, "t2": 2, "t3": 3}))
 	l.Reserve("t0", 2)
 	l.Reserve("t1", 2)
 	var g gauge
@@ -686,7 +662,7 @@ func TestPrioritizingStressWithReserves(t *testing.T) {
 }
 
 func TestPerTopicQueueFull(t *testing.T) {
-	l := taskproc.PerTopic(1, 2)
+	l := taskproc.NewTopicLimiter(1, 2)
 	hold := mustAcquire(t, l, "a")
 	waiting := func() int { return l.Waiting("a") }
 	served := queueWaiters(t, l, waiting, []string{"a", "a"})
@@ -708,7 +684,7 @@ func TestPerTopicQueueFull(t *testing.T) {
 }
 
 func TestPerTopicTopicsIndependent(t *testing.T) {
-	l := taskproc.PerTopic(2, 1)
+	l := taskproc.NewTopicLimiter(2, 1)
 	a := []func(){mustAcquire(t, l, "a"), mustAcquire(t, l, "a")}
 	servedA := queueWaiters(t, l, func() int { return l.Waiting("a") }, []string{"a"})
 	if _, err := l.Acquire(patientContext(t), "a"); !errors.Is(err, taskproc.ErrQueueFull) {
@@ -739,7 +715,7 @@ func TestPerTopicTopicsIndependent(t *testing.T) {
 }
 
 func TestPerTopicSetLimits(t *testing.T) {
-	l := taskproc.PerTopic(1, 1)
+	l := taskproc.NewTopicLimiter(1, 1)
 	waiting := func() int { return l.Waiting("a") }
 	held := []func(){mustAcquire(t, l, "a")}
 	served := queueWaiters(t, l, waiting, []string{"a"})
@@ -783,7 +759,7 @@ func TestPerTopicSetLimits(t *testing.T) {
 func TestPerTopicStress(t *testing.T) {
 	const concurrency = 2
 	topics := []string{"t0", "t1", "t2", "t3"}
-	l := taskproc.PerTopic(concurrency, 32)
+	l := taskproc.NewTopicLimiter(concurrency, 32)
 	gauges := make([]gauge, len(topics))
 	runAll(t, 32, func(id int) {
 		i := id % len(topics)
@@ -878,8 +854,8 @@ func TestChainRollback(t *testing.T) {
 }
 
 func TestChainRealLimiters(t *testing.T) {
-	shared := taskproc.Bounded(1)
-	perTopic := taskproc.PerTopic(1, 0)
+	shared := taskproc.NewBoundedLimiter(1)
+	perTopic := taskproc.NewTopicLimiter(1, 0)
 	l := taskproc.Chain(shared, perTopic)
 
 	hold := mustAcquire(t, perTopic, limitTopic)

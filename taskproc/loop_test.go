@@ -145,7 +145,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 
 	all["WaitsForAWakeUpAfterAnEmptyPoll"] = func(t *testing.T, e *env[Tx]) {
 		events := &recorder{}
-		m := e.manager(taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithListener(events))
+		m := e.manager(taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithObserver(events))
 		e.start(m)
 		e.eventually("an empty poll", func() bool { return len(events.of(taskproc.EventEmpty)) > 0 })
 		e.push("x")
@@ -174,7 +174,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 		}
 		events := &recorder{}
 		m, err := taskproc.NewManager[Tx](repo, e.transact, topic, taskproc.Sequential(succeed),
-			taskproc.WithPause(320*time.Millisecond), taskproc.WithListener(events))
+			taskproc.WithPause(320*time.Millisecond), taskproc.WithObserver(events))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 
 	all["ALoopThatDiesSaysWhy"] = func(t *testing.T, e *env[Tx]) {
 		events := &recorder{}
-		m := e.manager(taskproc.Sequential(succeed), taskproc.WithListener(events),
+		m := e.manager(taskproc.Sequential(succeed), taskproc.WithObserver(events),
 			taskproc.WithLimiter(panicking{}))
 		e.start(m)
 		e.eventually("the loop dies", func() bool { return !m.Active() })
@@ -287,7 +287,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 			return poll()
 		}
 		events := &recorder{}
-		m, err := taskproc.NewManager[Tx](repo, e.transact, topic, taskproc.Sequential(succeed), taskproc.WithListener(events))
+		m, err := taskproc.NewManager[Tx](repo, e.transact, topic, taskproc.Sequential(succeed), taskproc.WithObserver(events))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +337,7 @@ func loopCases[Tx any](all map[string]suiteCase[Tx]) {
 		limiter := &failing{}
 		limiter.fails.Store(3)
 		events := &recorder{}
-		e.start(e.manager(taskproc.Sequential(succeed), taskproc.WithLimiter(limiter), taskproc.WithListener(events),
+		e.start(e.manager(taskproc.Sequential(succeed), taskproc.WithLimiter(limiter), taskproc.WithObserver(events),
 			taskproc.WithPause(50*time.Millisecond)))
 		e.allIn(1, taskapi.Succeeded)
 		failed := events.of(taskproc.EventPollFailed)

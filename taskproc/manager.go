@@ -173,7 +173,7 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.loopCtx, r.loopCancel = context.WithCancel(r.ctx)
 	r.hurry, r.hurryUp = context.WithCancel(context.Background())
-	if m.s.leadership > 0 {
+	if m.s.leaderTTL > 0 {
 		elected, err := m.startLeadership(r)
 		if err != nil {
 			r.cancel()

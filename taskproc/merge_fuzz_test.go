@@ -187,11 +187,11 @@ func (st *fuzzStep) err() error {
 	case 0:
 		return cause
 	case 5:
-		return fmt.Errorf("wrapped: %w", WithResult(9, cause))
+		return fmt.Errorf("wrapped: %w", EndWith(9, cause))
 	case 6:
-		return WithResult(-1, cause)
+		return EndWith(-1, cause)
 	}
-	return WithResult(taskapi.Result(st.errResult-1), cause)
+	return EndWith(taskapi.Result(st.errResult-1), cause)
 }
 
 // expectErr is the oracle's outcome of a step that returned err: the
@@ -532,12 +532,12 @@ func FuzzComposite(f *testing.F) {
 // less severe than Success, and the repository would refuse it.
 func TestDecisionOfUndefinedResultFails(t *testing.T) {
 	for _, r := range []taskapi.Result{-1, 4, 9} {
-		err := fmt.Errorf("wrapped: %w", WithResult(r, errors.New("boom")))
+		err := fmt.Errorf("wrapped: %w", EndWith(r, errors.New("boom")))
 		if d := decisionOf(taskapi.Decision{}, err); d != (taskapi.Decision{Result: taskapi.Failure, Output: "wrapped: boom"}) {
 			t.Errorf("a ResultError of %v decides %v, want FAILURE with its text", r, d)
 		}
 	}
-	if d := decisionOf(taskapi.Decision{}, WithResult(taskapi.Filter, errors.New("not mine"))); d.Result != taskapi.Filter {
+	if d := decisionOf(taskapi.Decision{}, EndWith(taskapi.Filter, errors.New("not mine"))); d.Result != taskapi.Filter {
 		t.Errorf("a ResultError of FILTER decides %v", d)
 	}
 }

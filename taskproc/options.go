@@ -27,14 +27,15 @@ type clientOption func(*settings)
 
 func (o clientOption) applyClient(s *settings) { o(s) }
 
-// settings are what the options set.
+// settings are what the options set, and the wiring that the runtime adds
+// after they ran.
 type settings struct {
 	size       int
 	order      taskapi.Order
 	condition  taskapi.Condition
 	pause      time.Duration
 	limiter    Limiter
-	listener   Listener
+	observer   Observer
 	logger     *slog.Logger
 	grace      time.Duration
 	heartbeat  time.Duration
@@ -42,23 +43,32 @@ type settings struct {
 	expiry     time.Duration
 	revival    bool
 	purge      time.Duration
-	successor  any // func(previous string) (Repository[Tx], error), see WithSuccessor
+	successor  any // func(owner string) (Repository[Tx], error), see WithSuccessor
 	notifier   Notifier
 	reconcile  time.Duration
 	window     time.Duration
 	settle     time.Duration // WithSettleWindow's
-	leadership time.Duration
+	leaderTTL  time.Duration // WithLeadership's
 	onLead     func(ctx context.Context, term taskapi.Term)
-	resume     func(topics ...string) // wakes local managers after follow-up pushes
-	alive      func() bool            // whether the Client's heartbeat is recent enough to claim; nil for a Manager alone
-	managed    bool                   // the Manager is a Client's
-	rescues    int                    // how often a task is rescued at most (WithRescues)
-	rescuesSet bool
-	retry      RetryPolicy
-	now        func() time.Time // WithClock's; nil for the database's clock as estimated
-	clock      *clockOffset     // the Client's measure of the database's clock; nil for a Manager alone
-	schedules  []Schedule
-	gate       *connGate // the turns of the handlers' transactions, the Client's or the Manager's own (see pool.go)
+	maxRescues int // how often a task is rescued at most (WithRescues)
+	// maxRescuesSet tells a WithRescues from the default, which follows
+	// the retry policy.
+	maxRescuesSet bool
+	retry         RetryPolicy
+	now           func() time.Time // WithClock's; nil for the database's clock as estimated
+	schedules     []Schedule
+
+	wiring
+}
+
+// wiring is what a Client gives each of its Managers, in Handle, after
+// the options ran; a Manager alone has the zero wiring but its gate.
+type wiring struct {
+	resume  func(topics ...string) // wakes local managers after follow-up pushes
+	alive   func() bool            // whether the Client's heartbeat is recent enough to claim; nil for a Manager alone
+	managed bool                   // the Manager is a Client's
+	clock   *clockOffset           // the Client's measure of the database's clock; nil for a Manager alone
+	gate    *connGate              // the turns of the handlers' transactions, the Client's or the Manager's own (see pool.go)
 }
 
 // Defaults of the options.
@@ -75,7 +85,7 @@ const (
 
 func defaults() settings {
 	return settings{
-		size: DefaultSize, pause: DefaultPause, limiter: Unlimited(),
+		size: DefaultSize, pause: DefaultPause, limiter: unlimited{},
 		grace: DefaultGrace, heartbeat: DefaultHeartbeat, pollers: 1,
 		expiry: DefaultExpiry, purge: DefaultPurge, reconcile: DefaultReconcile, window: DefaultWakeGap,
 		retry: DefaultRetryPolicy(),
@@ -100,12 +110,12 @@ func WithCondition(condition taskapi.Condition) TopicOption {
 // backoff after failed polls.
 func WithPause(d time.Duration) TopicOption { return func(s *settings) { s.pause = d } }
 
-// WithLimiter sets the limiter that bounds the batches in flight (Unlimited
-// by default). Give one limiter to several topics to bound them together.
+// WithLimiter sets the limiter that bounds the batches in flight (none,
+// by default; nil too). Give one limiter to several topics to bound them together.
 func WithLimiter(l Limiter) TopicOption { return func(s *settings) { s.limiter = l } }
 
-// WithListener sets the listener that is told of the runtime's events.
-func WithListener(l Listener) TopicOption { return func(s *settings) { s.listener = l } }
+// WithObserver sets the observer that is told of the runtime's events.
+func WithObserver(l Observer) TopicOption { return func(s *settings) { s.observer = l } }
 
 // WithLogger sets the logger of the runtime (slog.Default() by default).
 func WithLogger(l *slog.Logger) TopicOption { return func(s *settings) { s.logger = l } }
@@ -144,11 +154,11 @@ func WithOwnerPurge(d time.Duration) ClientOption {
 }
 
 // WithSuccessor gives a Client the identity it continues under after it
-// fenced itself: successor gets the fenced owner's name and returns a
-// repository of a new owner (NextOwner names one). Without it, a Client
-// that recovers releases the tasks it gave up and goes on as the same owner.
+// fenced itself: successor gets the name of the new owner (NextOwner of the
+// fenced one) and returns its repository. Without it, a Client that
+// recovers releases the tasks it gave up and goes on as the same owner.
 // An option of the Client only.
-func WithSuccessor[Tx any](successor func(previous string) (Repository[Tx], error)) ClientOption {
+func WithSuccessor[Tx any](successor func(owner string) (Repository[Tx], error)) ClientOption {
 	return clientOption(func(s *settings) { s.successor = successor })
 }
 
@@ -236,10 +246,10 @@ func apply(client []ClientOption, topic []TopicOption) (settings, error) {
 		s.logger = slog.Default()
 	}
 	if s.limiter == nil {
-		s.limiter = Unlimited()
+		s.limiter = unlimited{}
 	}
-	if !s.rescuesSet {
-		s.rescues = s.retry.MaxAttempts
+	if !s.maxRescuesSet {
+		s.maxRescues = s.retry.MaxAttempts
 	}
 	return s, s.check()
 }
@@ -252,12 +262,12 @@ func (s settings) check() error {
 		return fmt.Errorf("taskproc: pollers %d is below one: %w", s.pollers, taskapi.ErrInvalidArgument)
 	case s.pause <= 0:
 		return fmt.Errorf("taskproc: pause %v is not positive: %w", s.pause, taskapi.ErrInvalidArgument)
-	case s.leadership < 0 || (s.leadership > 0 && s.leadership < 3*time.Millisecond):
-		return fmt.Errorf("taskproc: leadership term %v: %w", s.leadership, taskapi.ErrInvalidArgument)
+	case s.leaderTTL < 0 || (s.leaderTTL > 0 && s.leaderTTL < 3*time.Millisecond):
+		return fmt.Errorf("taskproc: leadership term %v: %w", s.leaderTTL, taskapi.ErrInvalidArgument)
 	case s.reconcile <= 0 || s.window < 0:
 		return fmt.Errorf("taskproc: reconcile %v, wake gap %v: %w", s.reconcile, s.window, taskapi.ErrInvalidArgument)
-	case s.rescues < 0:
-		return fmt.Errorf("taskproc: rescues %d is negative: %w", s.rescues, taskapi.ErrInvalidArgument)
+	case s.maxRescues < 0:
+		return fmt.Errorf("taskproc: rescues %d is negative: %w", s.maxRescues, taskapi.ErrInvalidArgument)
 	case s.settle < 0 || s.settle > MaxSettleWindow:
 		return fmt.Errorf("taskproc: settlement window %v is not within 0 and %v: %w", s.settle, MaxSettleWindow, taskapi.ErrInvalidArgument)
 	case s.grace < 0 || s.heartbeat < 0 || s.expiry < 0 || s.purge < 0:

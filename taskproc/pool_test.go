@@ -161,7 +161,7 @@ func recoversAll[Tx any](t *testing.T, rig hogRig[Tx]) {
 	events := &recorder{}
 	var hogged atomic.Bool
 	c := e.client(e.repo, taskproc.WithHeartbeat(100*time.Millisecond), taskproc.WithExpiry(time.Second),
-		taskproc.WithListener(events), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
+		taskproc.WithObserver(events), taskproc.WithLogger(slog.New(slog.DiscardHandler)))
 	handle(t, c, topic, taskproc.ParallelTx(2, func(ctx context.Context, tx Tx, task taskapi.Task) (taskapi.Decision, error) {
 		if task.Identifier == "hog" && hogged.CompareAndSwap(false, true) {
 			var held []func()
@@ -249,7 +249,7 @@ func TestStopReturnsByItsBoundOnAStarvedPool(t *testing.T) {
 			// the test's patience, rather than end with that bound.
 			c, err := taskproc.New[taskpg.DB](e.repo, e.transact, taskproc.WithReconcile(20*time.Millisecond),
 				taskproc.WithExpiry(time.Hour), taskproc.WithGrace(200*time.Millisecond), taskproc.WithLogger(slog.New(slog.DiscardHandler)),
-				taskproc.WithListener(events))
+				taskproc.WithObserver(events))
 			if err == nil {
 				err = c.Handle(topic, taskproc.ParallelTx(1, func(ctx context.Context, tx taskpg.DB, task taskapi.Task) (taskapi.Decision, error) {
 					done.Add(1)

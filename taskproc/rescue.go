@@ -22,7 +22,7 @@ const rescuePage = 1000
 // Rescues are counted from the task's Revivals, less the retries its
 // attempt log records (see Attempts).
 func WithRescues(n int) TopicOption {
-	return func(s *settings) { s.rescues, s.rescuesSet = n, true }
+	return func(s *settings) { s.maxRescues, s.maxRescuesSet = n, true }
 }
 
 // rescue revives the Expired tasks of the Manager's topic in place
@@ -41,7 +41,7 @@ func (m *Manager[Tx]) rescue(ctx context.Context, repo Repository[Tx]) error {
 	var again []taskapi.Task
 	var poison []taskapi.Assignment
 	for _, info := range page {
-		if n := rescues(info); n >= m.s.rescues {
+		if n := rescues(info); n >= m.s.maxRescues {
 			poison = append(poison, taskapi.Assignment{Task: info.Task, Result: taskapi.Failure, Output: poisoned(n)})
 		} else {
 			again = append(again, info.Task)

@@ -246,7 +246,7 @@ func retryCases[Tx any](all map[string]suiteCase[Tx]) {
 
 	all["AManagerWakesForADeferredTaskWhenItIsDue"] = func(t *testing.T, e *env[Tx]) {
 		events := &recorder{}
-		m := e.manager(taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithListener(events))
+		m := e.manager(taskproc.Sequential(succeed), taskproc.WithPause(time.Hour), taskproc.WithObserver(events))
 		e.start(m)
 		e.eventually("an empty poll", func() bool { return len(events.of(taskproc.EventEmpty)) > 0 })
 		pushed, err := e.repo.Push(e.ctx, e.db, topic, taskapi.Append,

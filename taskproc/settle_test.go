@@ -169,7 +169,7 @@ func settleCases[Tx any](cases map[string]suiteCase[Tx]) {
 			err := b.Complete(every(b, taskapi.Success))
 			settled <- err
 			return err
-		}), taskproc.WithListener(events), taskproc.WithPause(50*time.Millisecond))
+		}), taskproc.WithObserver(events), taskproc.WithPause(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func Sequential(fn TaskFunc) Handler {
 // settlement window (WithSettleWindow), as River's workers do while its
 // completer writes their results. The Manager holds b until it is
 // settled, as any batch (its limiter slot too), and the outcome reaches
-// the Listener and the logger, not the handler's caller. With
+// the Observer and the logger, not the handler's caller. With
 // maxHandedOver tasks of the Manager's handed over and unwritten, the
 // handler writes its own, so that a loop whose polls outrun the writes
 // waits for them instead of claiming without bound.

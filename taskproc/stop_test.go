@@ -50,7 +50,7 @@ func stopCases[Tx any](all map[string]suiteCase[Tx]) {
 			close(started)
 			<-ctx.Done() // interrupted: the runtime gave up
 			return ctx.Err()
-		}), taskproc.WithListener(events), taskproc.WithGrace(patience))
+		}), taskproc.WithObserver(events), taskproc.WithGrace(patience))
 		e.start(m)
 		within(t, "the handler", started)
 		if err := m.Stop(cancelled()); !errors.Is(err, context.Canceled) {
@@ -69,7 +69,7 @@ func stopCases[Tx any](all map[string]suiteCase[Tx]) {
 	all["AHandlerIgnoringCancellationHoldsNoSlotAndCannotSettleLate"] = func(t *testing.T, e *env[Tx]) {
 		tasks := e.push("a")
 		started, finish, late := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-		limiter := taskproc.Bounded(1)
+		limiter := taskproc.NewBoundedLimiter(1)
 		m := e.manager(taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
 			close(started)
 			<-finish // ignores ctx

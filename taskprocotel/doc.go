@@ -2,32 +2,32 @@
 // taskproc) to OpenTelemetry metrics. It is a Go module of its own, so that
 // OpenTelemetry never enters the dependencies of module taskrepo.
 //
-// A Listener records the runtime's events; Observe reads, at every
+// A Recorder records the runtime's events; RegisterGauges reads, at every
 // collection, what is in flight and what waits in each topic of a Client:
 //
 //	meter := otel.GetMeterProvider().Meter("github.com/taskrepo/taskrepo/taskprocotel")
-//	listener, err := taskprocotel.NewListener(meter)
+//	recorder, err := taskprocotel.NewRecorder(meter)
 //	if err != nil {
 //		return err
 //	}
-//	client, err := taskproc.New(repo, taskpg.Transact(pool), taskproc.WithListener(listener))
+//	client, err := taskproc.New(repo, taskpg.Transact(pool), taskproc.WithObserver(recorder))
 //	if err != nil {
 //		return err
 //	}
 //	client.Handle("invoices", taskproc.Sequential(sendInvoice))
-//	reg, err := taskprocotel.Observe(meter, client)
+//	reg, err := taskprocotel.RegisterGauges(meter, client)
 //	if err != nil {
 //		return err
 //	}
 //	defer reg.Unregister()
 //	client.Start(ctx)
 //
-// taskproc.WithListener takes one listener; Tee combines the Listener with
-// listeners of your own.
+// taskproc.WithObserver takes one observer; Tee combines the Recorder with
+// observers of your own.
 //
 // # Metrics
 //
-// From the Listener, with the attribute topic (the batch's topic; none for
+// From the Recorder, with the attribute topic (the batch's topic; none for
 // heartbeats):
 //
 //	name                         unit         what
@@ -71,7 +71,7 @@
 // The counters are monotonic sums; a series appears with its first event.
 // The histogram's bucket boundaries are advice that a View may override.
 //
-// From Observe, gauges with the attribute topic:
+// From RegisterGauges, gauges with the attribute topic:
 //
 //	name                          unit     what
 //	taskproc.batches.in_flight    {batch}  batches polled and not settled yet

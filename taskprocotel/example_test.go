@@ -15,20 +15,20 @@ import (
 	"github.com/taskrepo/taskrepo/taskprocotel"
 )
 
-// The Listener turns taskproc's events into metrics. Here it is fed two
+// The Recorder turns taskproc's events into metrics. Here it is fed two
 // events by hand, as a Client would, and a ManualReader collects them.
-func ExampleNewListener() {
+func ExampleNewRecorder() {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	listener, err := taskprocotel.NewListener(provider.Meter("example"))
+	recorder, err := taskprocotel.NewRecorder(provider.Meter("example"))
 	if err != nil {
 		log.Fatal(err)
 	}
 
 	welcome := taskapi.Task{Sequence: 1, Identifier: "user-42", Input: "welcome"}
 	spam := taskapi.Task{Sequence: 2, Identifier: "user-7", Input: "spam"}
-	listener.Notify(taskproc.Event{Kind: taskproc.EventPolled, Topic: "mail", Tasks: []taskapi.Task{welcome, spam}})
-	listener.Notify(taskproc.Event{
+	recorder.Observe(taskproc.Event{Kind: taskproc.EventPolled, Topic: "mail", Tasks: []taskapi.Task{welcome, spam}})
+	recorder.Observe(taskproc.Event{
 		Kind: taskproc.EventCompleted, Topic: "mail", Tasks: []taskapi.Task{welcome, spam},
 		Decisions: taskproc.Decisions{
 			welcome: {Result: taskapi.Success, Output: "sent"},

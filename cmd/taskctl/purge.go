@@ -72,8 +72,8 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 		return err
 	}
 	// What is counted now is what is purged after the question: tasks
-	// completed while it is asked stay (taskapi.Settler).
-	settled, err := s.Now(ctx)
+	// completed while it is asked stay (taskapi.CompletionBounded).
+	completedBy, err := s.Now(ctx)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 	if err := a.confirm(ctx, f.yes, "Purge %d tasks of %s (sequences %d to %d)?", n, f.topic, first, last); err != nil {
 		return err
 	}
-	purged, err := a.purgeChunked(ctx, s, f.topic, taskapi.Range{From: first, To: last}, states, settled, n)
+	purged, err := a.purgeChunked(ctx, s, f.topic, taskapi.Range{From: first, To: last}, states, completedBy, n)
 	a.audited(s, change{cmd: cmd, changed: purged, bound: fmt.Sprintf("sequences %d to %d, %d tasks confirmed", first, last, n),
 		outcome: fmt.Sprintf("purged %d tasks of %q", purged, f.topic)}, err)
 	if err != nil {
@@ -101,8 +101,8 @@ func (a *app) purge(cmd *cobra.Command, f purgeFlags) error {
 
 // purgeChunked purges span in up to ops.PurgeChunks statements, showing
 // progress against the n tasks counted.
-func (a *app) purgeChunked(ctx context.Context, s store, topic string, span taskapi.Range, states []taskapi.State, settled time.Time, n int64) (int64, error) {
+func (a *app) purgeChunked(ctx context.Context, s store, topic string, span taskapi.Range, states []taskapi.State, completedBy time.Time, n int64) (int64, error) {
 	bar := a.progress(n, "purging")
 	defer bar.done()
-	return ops.PurgeChunked(ctx, s, topic, span, states, settled, n, func(k int64) { bar.add(int(k)) })
+	return ops.PurgeChunked(ctx, s, topic, span, states, completedBy, n, func(k int64) { bar.add(int(k)) })
 }

@@ -40,13 +40,13 @@ type store interface {
 	Results(ctx context.Context, from, to time.Time) (map[string]map[taskapi.Result]int64, error)
 	Resolve(ctx context.Context, at time.Time, preceding bool) (int64, error)
 	Revive(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, size int) ([]taskapi.Revival, error)
-	// ReviveSettled, ReassignSettled and PurgeSettled are Revive,
+	// ReviveCompletedBy, ReassignCompletedBy and PurgeCompletedBy are Revive,
 	// ReassignAll and Purge that leave out the tasks completed after
-	// settled (taskapi.Settler): the dashboard's actions bound to what
+	// completedBy (taskapi.CompletionBounded): the dashboard's actions bound to what
 	// their confirmation saw.
-	ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error)
-	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
-	PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error)
+	ReviveCompletedBy(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, completedBy time.Time, size int) ([]taskapi.Revival, error)
+	ReassignCompletedBy(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, completedBy time.Time) (int64, error)
+	PurgeCompletedBy(ctx context.Context, topic string, span taskapi.Range, completedBy time.Time, states []taskapi.State) (int64, error)
 	// Now reads the database's clock (taskapi.Clock).
 	Now(ctx context.Context) (time.Time, error)
 	// Schema returns the version of the database's taskrepo schema and
@@ -90,7 +90,7 @@ type repository[Tx any] interface {
 	taskapi.Roster[Tx]
 	taskapi.Finder[Tx]
 	taskapi.Auditor[Tx]
-	taskapi.Settler[Tx]
+	taskapi.CompletionBounded[Tx]
 	taskapi.Clock[Tx]
 	taskapi.Canceller[Tx]
 }
@@ -247,18 +247,22 @@ func (b *backend[Tx]) Revive(ctx context.Context, topic string, how taskapi.Revi
 	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) { return b.repo.Revive(ctx, tx, topic, how, state, span, size) })
 }
 
-func (b *backend[Tx]) ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error) {
+func (b *backend[Tx]) ReviveCompletedBy(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, completedBy time.Time, size int) ([]taskapi.Revival, error) {
 	return in(ctx, b, func(tx Tx) ([]taskapi.Revival, error) {
-		return b.repo.ReviveSettled(ctx, tx, topic, how, state, span, settled, size)
+		return b.repo.ReviveCompletedBy(ctx, tx, topic, how, state, span, completedBy, size)
 	})
 }
 
-func (b *backend[Tx]) ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error) {
-	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.ReassignSettled(ctx, tx, topic, from, to, span, settled) })
+func (b *backend[Tx]) ReassignCompletedBy(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, completedBy time.Time) (int64, error) {
+	return in(ctx, b, func(tx Tx) (int64, error) {
+		return b.repo.ReassignCompletedBy(ctx, tx, topic, from, to, span, completedBy)
+	})
 }
 
-func (b *backend[Tx]) PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error) {
-	return in(ctx, b, func(tx Tx) (int64, error) { return b.repo.PurgeSettled(ctx, tx, topic, span, settled, states...) })
+func (b *backend[Tx]) PurgeCompletedBy(ctx context.Context, topic string, span taskapi.Range, completedBy time.Time, states []taskapi.State) (int64, error) {
+	return in(ctx, b, func(tx Tx) (int64, error) {
+		return b.repo.PurgeCompletedBy(ctx, tx, topic, span, completedBy, states...)
+	})
 }
 
 func (b *backend[Tx]) Now(ctx context.Context) (time.Time, error) {

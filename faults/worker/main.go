@@ -9,7 +9,7 @@
 // sequence order (see ordered.go).
 //
 // With -report it also prints, a line each, when a handler starts
-// ("started SEQUENCES"), what the runtime told its listener (see
+// ("started SEQUENCES"), what the runtime told its observer (see
 // report.go) and how each of its completions came out, for the tests that
 // read what a process saw. -stubborn makes its handler
 // ignore its context while it works, as one stuck in a call does, so that
@@ -70,7 +70,7 @@ func main() {
 	flag.BoolVar(&c.stubborn, "stubborn", false, "work on whatever the batch's context says, then complete")
 	flag.StringVar(&c.poison, "poison", "", "exit with status 3 on a task with this input")
 	flag.IntVar(&c.size, "size", 20, "taskproc.WithSize")
-	flag.IntVar(&c.inflight, "inflight", 0, "batches in flight at most (taskproc.Bounded); 0: no limit")
+	flag.IntVar(&c.inflight, "inflight", 0, "batches in flight at most (taskproc.NewBoundedLimiter); 0: no limit")
 	flag.IntVar(&c.pollers, "pollers", 1, "taskproc.WithPollers")
 	flag.BoolVar(&c.revive, "revive", true, "taskproc.WithRevival")
 	flag.DurationVar(&c.leadership, "leadership", 0, "taskproc.WithLeadership: the topic's term; 0 for none")
@@ -121,13 +121,13 @@ func run(c config) error {
 		opts = append(opts, taskproc.WithRevival())
 	}
 	if c.inflight > 0 {
-		opts = append(opts, taskproc.WithLimiter(taskproc.Bounded(c.inflight)))
+		opts = append(opts, taskproc.WithLimiter(taskproc.NewBoundedLimiter(c.inflight)))
 	}
 	if c.leadership > 0 {
 		opts = append(opts, taskproc.WithLeadership(c.leadership))
 	}
 	if c.report {
-		opts = append(opts, taskproc.WithListener(taskproc.ListenerFunc(reportEvent)))
+		opts = append(opts, taskproc.WithObserver(taskproc.ObserverFunc(reportEvent)))
 	}
 	client, err := taskproc.New(repo, taskpg.Transact(pool), opts...)
 	if err != nil {

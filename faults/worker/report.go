@@ -21,7 +21,7 @@ func say(format string, args ...any) {
 	fmt.Fprintf(os.Stdout, format+"\n", args...)
 }
 
-// reportEvent prints what the runtime told the listener, but the events of
+// reportEvent prints what the runtime told the observer, but the events of
 // every poll: "event fenced", "event recovered" and "event KIND tasks
 // SEQUENCES: ERROR" for the others, KIND the event's name with dashes for
 // spaces ("batch-failed").

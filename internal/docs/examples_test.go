@@ -175,8 +175,8 @@ func manyProcessesClient(pool *pgxpool.Pool) (*taskproc.Client[taskpg.DB], error
 		taskproc.WithNotifier(taskpg.NewNotifier(pool)), // wake-ups, activation at once
 		taskproc.WithPause(5*time.Second),               // polling is now only the fallback
 		taskproc.WithRevival(),                          // crashed work resumes by itself
-		taskproc.WithSuccessor(func(previous string) (taskproc.Repository[taskpg.DB], error) {
-			return taskpg.New(taskproc.NextOwner(previous))
+		taskproc.WithSuccessor(func(owner string) (taskproc.Repository[taskpg.DB], error) {
+			return taskpg.New(owner)
 		}),
 	)
 	return client, err

@@ -3,7 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
-	"maps"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -12,220 +12,445 @@ import (
 	"github.com/taskrepo/taskrepo/taskapi"
 )
 
-// blockedDeadline is the deadline of a call made while Backend.Block holds
-// the tables.
-const blockedDeadline = 200 * time.Millisecond
-
-// hungAfter is how long a blocked call may take to give up before the
-// test calls it hung: far above any deadline or statement timeout of the
-// cases, and never a measure of speed.
-const hungAfter = 20 * time.Second
-
-// testCancellation checks that every call honours its context: given one
-// already cancelled, it fails with context.Canceled, changes nothing and
-// leaves the handle usable, on a pool and inside a caller's transaction;
-// blocked by another session's locks (Backend.Block), it gives up once
-// its deadline passes, with context.DeadlineExceeded, and has changed
-// nothing once the locks are gone.
-func testCancellation[Tx any](t *testing.T, b Backend[Tx]) {
+// testCancel checks cancellation (taskapi.Canceller): a Ready task,
+// deferred or not, and an Active one end Cancelled at once, with the
+// reason in their output, never to be polled, settled by their owner,
+// revived or reassigned; CancelIdentifier takes an identifier's Ready
+// tasks only; ended tasks and other topics are left alone; the owner of a
+// cancelled Active task finds it by Cancelled; an Active slot under limits
+// is free at once; and under pollers that complete while others cancel,
+// every task ends with exactly one of the two.
+func testCancel[Tx any](t *testing.T, b Backend[Tx]) {
+	const topic = "t"
 	all := map[string]func(t *testing.T){}
 
-	// No call reaches the database with a cancelled context: each
-	// reports context.Canceled, the stored state is as before, and the
-	// pool serves a push afterwards.
-	all["ACancelledCallChangesNothing"] = func(t *testing.T) {
-		s := stageSetup(t, b)
-		ctx, cancel := context.WithCancel(s.ctx)
-		cancel()
-		before := s.capture()
-		for _, c := range s.calls() {
-			err := c.run(ctx, s.db)
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("%s with a cancelled context: error = %v, want %v", c.name, err, context.Canceled)
+	all["ReadyAndDeferredTasksEndAtOnce"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		soon := time.Now().Add(time.Second)
+		tasks := c.push(topic, taskapi.Append,
+			taskapi.Creation{Identifier: "a"},
+			taskapi.Creation{Identifier: "b", NotBefore: soon},
+			taskapi.Creation{Identifier: "c"})
+		got := c.cancel(topic, "the caller went away", tasks[0].Sequence, tasks[1].Sequence)
+		wantCancelled(t, got, tasks[:2], "")
+		for _, task := range tasks[:2] {
+			info := c.info(topic, task.Sequence)
+			if info.State != taskapi.Cancelled || info.Output != "cancelled: the caller went away" ||
+				info.Descent != taskapi.Ready || info.Completed.IsZero() {
+				t.Errorf("cancelled task %d: state %v, descent %v, output %q, completed %v; want CANCELLED from READY, its reason, a completion time",
+					task.Sequence, info.State, info.Descent, info.Output, info.Completed)
 			}
-			s.wantSame(c.name+" with a cancelled context", before)
 		}
-		s.wantUsable(s.db)
-		s.wantNeverLed()
+		time.Sleep(time.Until(soon.Add(50 * time.Millisecond))) // the deferred task would be due now
+		wantSeqs(t, "a poll after the cancellation", sequences(c.poll(topic, 10)), sequences(tasks[2:]))
+		if again := c.cancel(topic, "", tasks[0].Sequence); len(again) != 0 {
+			t.Errorf("a second cancellation returned %v, want nothing", again)
+		}
+		if info := c.info(topic, tasks[0].Sequence); info.Output != "cancelled: the caller went away" {
+			t.Errorf("a second cancellation changed the output to %q", info.Output)
+		}
 	}
 
-	// Inside a caller's transaction a call with a cancelled context fails
-	// with context.Canceled and leaves the transaction usable: the work
-	// before and after it commits, and nothing else. A call may refuse the
-	// transaction instead, as it does whatever its context (MySQL's Refresh:
-	// ANALYZE TABLE would commit it), with ErrInvalidArgument: the stage's
-	// arguments are valid.
-	all["ACancelledCallLeavesTheTransactionUsable"] = func(t *testing.T) {
-		s := stageSetup(t, b)
-		ctx, cancel := context.WithCancel(s.ctx)
-		cancel()
-		before := s.capture()
-		tx, end := s.begin()
-		mine := s.pushOn(tx, stageTopic, taskapi.Append, taskapi.Creation{Identifier: "mine"})[0]
-		for _, c := range s.calls() {
-			if err := c.run(ctx, tx); !errors.Is(err, context.Canceled) && !errors.Is(err, taskapi.ErrInvalidArgument) {
-				t.Errorf("%s with a cancelled context in a transaction: error = %v, want %v", c.name, err, context.Canceled)
-			}
-			if got := s.stateOn(tx, stageTopic, mine.Sequence); got != taskapi.Ready {
-				t.Fatalf("after %s the transaction's own push is %v, want READY", c.name, got)
-			}
+	all["AnActiveTaskEndsAndItsOwnerIsRefused"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		pushed := c.pushIDs(topic, "a", "b")
+		polled := c.poll(topic, 2)
+		operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
+		got, err := operator.Cancel(c.ctx, c.db, topic, "", polled[0].Sequence)
+		c.must(err, "Cancel by another owner")
+		wantCancelled(t, got, polled[:1], Owner)
+		found, err := c.canceller.Cancelled(c.ctx, c.db, topic, pushed[0].Sequence, pushed[1].Sequence, 999)
+		c.must(err, "Cancelled")
+		wantSeqs(t, "Cancelled", found, sequences(polled[:1]))
+
+		// Whatever the owner does next, the task's one result is Cancelled.
+		done := []taskapi.Completion{{Task: polled[0], Decision: taskapi.Decision{Result: taskapi.Success, Output: "done"}}}
+		var se *taskapi.StateError
+		if err := c.repo.Complete(c.ctx, c.db, topic, done...); !errors.Is(err, taskapi.ErrNotActive) || !errors.As(err, &se) ||
+			!slices.Equal(se.Sequences, sequences(polled[:1])) {
+			t.Fatalf("Complete of a cancelled task: %v, want ErrNotActive naming it", err)
 		}
-		later := s.wantUsable(tx)
-		end(true)
-		s.wantSame("the committed transaction", before, mine.Sequence, later.Sequence)
-		s.wantNeverLed()
+		if err := c.repo.Release(c.ctx, c.db, topic, polled[0]); !errors.Is(err, taskapi.ErrNotActive) {
+			t.Fatalf("Release of a cancelled task: %v, want ErrNotActive", err)
+		}
+		info := c.info(topic, polled[0].Sequence)
+		if info.State != taskapi.Cancelled || info.Output != "cancelled" || info.Owner != Owner {
+			t.Errorf("cancelled Active task: state %v, output %q, owner %q; want CANCELLED, \"cancelled\", %q", info.State, info.Output, info.Owner, Owner)
+		}
+		c.complete(topic, taskapi.Success, polled[1]) // its batch-mate is the owner's still
+		if len(c.poll(topic, 10)) != 0 {
+			t.Error("a poll after the cancellation found a task")
+		}
 	}
 
-	// A call that waits for another session's locks returns once its
-	// deadline passes, with context.DeadlineExceeded, unless the locks do
-	// not stop it (readers of a database that reads beside its writer);
-	// once the locks are gone, what a failed call began has left no trace.
-	all["ABlockedCallEndsAtItsDeadline"] = func(t *testing.T) {
-		if b.Block == nil {
-			t.Skip("the backend cannot block its tables (Backend.Block)")
+	all["SuspendedTasksEndAndNoJunctionWakesThem"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		pushed := c.push(topic, taskapi.Append, taskapi.Creation{Identifier: "waits", Suspended: true})
+		c.pushIDs(topic, "runs")
+		c.complete(topic, taskapi.Suspension, c.poll(topic, 1)...)
+		suspended, err := c.repo.Page(c.ctx, c.db, topic, taskapi.Listing{States: []taskapi.State{taskapi.Suspended}}, taskapi.Inception, 10, taskapi.Forward)
+		if c.must(err, "Page"); len(suspended) != 2 {
+			t.Fatalf("setup: %d SUSPENDED tasks, want 2", len(suspended))
 		}
-		s := stageSetup(t, b)
-		s.blockedCalls(blockedDeadline, func(t *testing.T, name string, err error) {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("%s blocked past its deadline: error = %v, want %v", name, err, context.DeadlineExceeded)
+		got := c.cancel(topic, "no longer wanted", suspended[0].Sequence, suspended[1].Sequence)
+		wantCancelledFrom(t, got, []taskapi.Task{suspended[0].Task, suspended[1].Task}, taskapi.Suspended, "")
+		for _, s := range suspended {
+			info := c.info(topic, s.Sequence)
+			if info.State != taskapi.Cancelled || info.Descent != taskapi.Suspended || info.Output != "cancelled: no longer wanted" {
+				t.Errorf("cancelled SUSPENDED task %d: state %v, descent %v, output %q; want CANCELLED from SUSPENDED with its reason",
+					s.Sequence, info.State, info.Descent, info.Output)
 			}
-		})
+		}
+		if _, err := c.repo.ReviveTasks(c.ctx, c.db, topic, taskapi.ReviveReset, pushed[0]); err == nil {
+			t.Error("a cancelled SUSPENDED task was revived")
+		}
+		if len(c.poll(topic, 10)) != 0 {
+			t.Error("a poll after the cancellation of SUSPENDED tasks found a task")
+		}
+	}
+
+	all["EndedTasksAndOtherTopicsAreLeftAlone"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic, "u"))
+		tasks := c.pushIDs(topic, "ok", "bad", "same", "ready")
+		c.complete(topic, taskapi.Success, c.poll(topic, 1)...)
+		c.complete(topic, taskapi.Failure, c.poll(topic, 1)...)
+		c.push(topic, taskapi.Supersede, taskapi.Creation{Identifier: "same"}) // tasks[2] goes Redundant
+		other := c.pushIDs("u", "x")
+		before := c.all(topic)
+		got := c.cancel(topic, "", tasks[0].Sequence, tasks[1].Sequence, tasks[2].Sequence, other[0].Sequence+100, -1)
+		if len(got) != 0 {
+			t.Errorf("Cancel of ended tasks and absent sequences returned %v, want nothing", got)
+		}
+		if diff := diffInfos(c.all(topic), before); diff != "" {
+			t.Errorf("Cancel of ended tasks changed the topic: %s", diff)
+		}
+		wantCancelled(t, c.cancel("u", "", other[0].Sequence), other, "")
+		c.wantState(topic, tasks[3].Sequence, taskapi.Ready)
+		if got := c.cancel(topic, ""); len(got) != 0 {
+			t.Errorf("Cancel of no sequences returned %v", got)
+		}
+	}
+
+	all["CancelIdentifierTakesItsReadyTasksOnly"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic, "u"))
+		later := time.Now().Add(time.Hour)
+		running := c.pushIDs(topic, "x")
+		c.poll(topic, 1)
+		done := c.pushIDs(topic, "x")
+		c.complete(topic, taskapi.Success, c.poll(topic, 1)...)
+		ready := c.push(topic, taskapi.Append,
+			taskapi.Creation{Identifier: "x"}, taskapi.Creation{Identifier: "y"},
+			taskapi.Creation{Identifier: "x", NotBefore: later}, taskapi.Creation{Identifier: "x"})
+		elsewhere := c.pushIDs("u", "x")
+		got, err := c.canceller.CancelIdentifier(c.ctx, c.db, topic, "x", "tenant left")
+		c.must(err, "CancelIdentifier")
+		wantCancelled(t, got, []taskapi.Task{ready[0], ready[2], ready[3]}, "")
+		c.wantState(topic, running[0].Sequence, taskapi.Active)
+		c.wantState(topic, done[0].Sequence, taskapi.Succeeded)
+		c.wantState(topic, ready[1].Sequence, taskapi.Ready)
+		c.wantState("u", elsewhere[0].Sequence, taskapi.Ready)
+		if info := c.info(topic, ready[2].Sequence); info.Output != "cancelled: tenant left" {
+			t.Errorf("output of a cancelled task = %q", info.Output)
+		}
+		got, err = c.canceller.CancelIdentifier(c.ctx, c.db, topic, "nobody", "")
+		c.must(err, "CancelIdentifier of an identifier without tasks")
+		if len(got) != 0 {
+			t.Errorf("CancelIdentifier of an identifier without tasks returned %v", got)
+		}
+	}
+
+	all["UnknownTopicAndBadArgumentsChangeNothing"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		tasks := c.pushIDs(topic, "a")
+		wantErr(t, c.cancelErr("nowhere", "", tasks[0].Sequence), taskapi.ErrUnknownTopic)
+		_, err := c.canceller.CancelIdentifier(c.ctx, c.db, "nowhere", "a", "")
+		wantErr(t, err, taskapi.ErrUnknownTopic)
+		for _, bad := range badNames(taskapi.MaxTopicLength) {
+			if err := c.cancelErr(bad.value, "", 1); !errors.Is(err, taskapi.ErrInvalidArgument) {
+				t.Errorf("Cancel in a topic %s: %v, want ErrInvalidArgument", bad.name, err)
+			}
+			if _, err := c.canceller.Cancelled(c.ctx, c.db, bad.value, 1); !errors.Is(err, taskapi.ErrInvalidArgument) {
+				t.Errorf("Cancelled in a topic %s: %v, want ErrInvalidArgument", bad.name, err)
+			}
+		}
+		for _, bad := range badNames(taskapi.MaxIdentifierLength) {
+			if _, err := c.canceller.CancelIdentifier(c.ctx, c.db, topic, bad.value, ""); !errors.Is(err, taskapi.ErrInvalidArgument) {
+				t.Errorf("CancelIdentifier of an identifier %s: %v, want ErrInvalidArgument", bad.name, err)
+			}
+		}
+		for _, reason := range []string{"nul\x00byte", "bad\xffutf8"} {
+			wantErr(t, c.cancelErr(topic, reason, tasks[0].Sequence), taskapi.ErrInvalidArgument)
+			_, err := c.canceller.CancelIdentifier(c.ctx, c.db, topic, "a", reason)
+			wantErr(t, err, taskapi.ErrInvalidArgument)
+		}
+		c.wantState(topic, tasks[0].Sequence, taskapi.Ready)
+		found, err := c.canceller.Cancelled(c.ctx, c.db, "nowhere", tasks[0].Sequence)
+		if err != nil || len(found) != 0 {
+			t.Errorf("Cancelled in an unknown topic = %v, %v; want nothing", found, err)
+		}
+	}
+
+	all["ACancelledTaskIsNeverRevivedOrReassigned"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		tasks := c.pushIDs(topic, "a", "b")
+		c.cancel(topic, "", tasks[0].Sequence)
+		_, err := c.repo.ReviveTasks(c.ctx, c.db, topic, taskapi.ReviveAppend, tasks[0])
+		wantErr(t, err, taskapi.ErrStateMismatch)
+		wantErr(t, c.repo.Reassign(c.ctx, c.db, topic, taskapi.Assignment{Task: tasks[0], Result: taskapi.Success}), taskapi.ErrStateMismatch)
+		_, err = c.repo.Revive(c.ctx, c.db, topic, taskapi.ReviveAppend, taskapi.Cancelled, taskapi.Range{From: taskapi.Inception, To: taskapi.MaxSequence}, 10)
+		wantErr(t, err, taskapi.ErrInvalidArgument)
+		c.wantState(topic, tasks[0].Sequence, taskapi.Cancelled)
+
+		// Operators see it, count it and purge it with the ended tasks.
+		listed, err := c.repo.Page(c.ctx, c.db, topic, taskapi.Listing{States: []taskapi.State{taskapi.Cancelled}}, taskapi.Inception, 10, taskapi.Forward)
+		c.must(err, "Page of Cancelled tasks")
+		if len(listed) != 1 || listed[0].Sequence != tasks[0].Sequence {
+			t.Errorf("Page of Cancelled tasks = %v, want task %d", listed, tasks[0].Sequence)
+		}
+		counts, err := c.repo.Count(c.ctx, c.db, taskapi.Total, taskapi.Counting{Topic: topic}, taskapi.Range{From: taskapi.Inception, To: taskapi.MaxSequence})
+		c.must(err, "Count")
+		if got := counts[topic][taskapi.Cancelled].Count; got != 1 {
+			t.Errorf("Count of Cancelled tasks = %d, want 1", got)
+		}
+		n, err := c.repo.Purge(c.ctx, c.db, topic, taskapi.Range{From: taskapi.Inception, To: taskapi.MaxSequence})
+		c.must(err, "Purge")
+		if n != 1 {
+			t.Errorf("Purge in the default states purged %d tasks, want the cancelled one", n)
+		}
+		c.wantState(topic, tasks[1].Sequence, taskapi.Ready)
+	}
+
+	all["ACancelledActiveTaskFreesItsSlotUnderLimits"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		c.must(extension[taskapi.Regulator[Tx]](t, c.repo).SetLimits(c.ctx, c.db, topic, taskapi.Limits{Active: 1}), "SetLimits")
+		c.pushIDs(topic, "a", "b")
+		first := c.poll(topic, 2)
+		if len(first) != 1 || len(c.poll(topic, 1)) != 0 {
+			t.Fatalf("the Active limit of 1 let %d tasks through", len(first))
+		}
+		c.cancel(topic, "", first[0].Sequence)
+		if next := c.poll(topic, 2); len(next) != 1 {
+			t.Fatalf("a poll after the Active task was cancelled took %d tasks, want 1", len(next))
+		}
+	}
+
+	all["InsideATransactionThatRollsBackNothingHappens"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		tasks := c.pushIDs(topic, "a", "a")
+		tx, end, err := b.Begin(c.ctx, c.db)
+		c.must(err, "Begin")
+		got, err := c.canceller.Cancel(c.ctx, tx, topic, "", tasks[0].Sequence)
+		c.must(err, "Cancel inside a transaction")
+		wantCancelled(t, got, tasks[:1], "")
+		got, err = c.canceller.CancelIdentifier(c.ctx, tx, topic, "a", "")
+		c.must(err, "CancelIdentifier inside a transaction")
+		wantCancelled(t, got, tasks[1:], "")
+		c.must(end(false), "Rollback")
+		c.wantState(topic, tasks[0].Sequence, taskapi.Ready)
+		c.wantState(topic, tasks[1].Sequence, taskapi.Ready)
+	}
+
+	all["CompletionsAndCancellationsNeverBothWin"] = func(t *testing.T) {
+		c := cancellerOf(setup(t, b, topic))
+		c.cancelRace(t)
 	}
 
 	cases(t, all)
 }
 
-// StatementTimeouts checks that every call blocked by b.Block, which must
-// stop every statement (reads too), ends by a timeout of the database
-// session, which the handles of b.Open carry (PostgreSQL's
-// statement_timeout, MySQL's lock_wait_timeout): each call, made with a
-// context without deadline, returns within a bound (it is not retried
-// without end) with an error that want accepts (the driver's error stays in
-// the chain), never with success, and has changed nothing once the tables
-// are free. The calls wait together, under one block, so that a backend
-// that retries a timeout a few times does not take minutes.
-func StatementTimeouts[Tx any](t *testing.T, b Backend[Tx], want func(t *testing.T, call string, err error)) {
-	if b.Block == nil {
-		t.Fatal("StatementTimeouts needs Backend.Block")
-	}
-	s := stageSetup(t, b)
-	s.blockedTogether(s.calls(), "the calls blocked until their statements timed out", want)
+// canceller is a case's world with the Canceller of its repository.
+type canceller[Tx any] struct {
+	*env[Tx]
+	canceller taskapi.Canceller[Tx]
 }
 
-// blockedTogether makes calls at once, each with a context without
-// deadline, while b.Block holds the tables, and checks that each returns
-// within hungAfter with an error that want accepts, never with success;
-// once the tables are free, nothing has changed (label names the calls)
-// and the pool serves a push.
-func (s *stage[Tx]) blockedTogether(calls []stageCall[Tx], label string, want func(t *testing.T, call string, err error)) {
-	s.t.Helper()
-	before := s.capture()
-	release := s.b.Block(s.t, s.db)
-	outcomes := s.together(calls)
-	release()
-	for _, name := range slices.Sorted(maps.Keys(outcomes)) {
-		switch o := outcomes[name]; {
-		case !o.returned:
-			s.t.Errorf("%s blocked did not return within %v", name, hungAfter)
-		case o.err == nil:
-			s.t.Errorf("%s blocked returned no error: it did not wait, or lost the timeout", name)
-		default:
-			s.t.Logf("%s gave up after %v: %v", name, o.took.Round(time.Millisecond), o.err)
-			want(s.t, name, o.err)
+func cancellerOf[Tx any](e *env[Tx]) *canceller[Tx] {
+	return &canceller[Tx]{env: e, canceller: extension[taskapi.Canceller[Tx]](e.t, e.repo)}
+}
+
+// cancel cancels sequences of topic and fails the test on error.
+func (c *canceller[Tx]) cancel(topic, reason string, sequences ...int64) []taskapi.Cancellation {
+	c.t.Helper()
+	got, err := c.canceller.Cancel(c.ctx, c.db, topic, reason, sequences...)
+	c.must(err, "Cancel")
+	return got
+}
+
+// cancelErr cancels and returns only the error.
+func (c *canceller[Tx]) cancelErr(topic, reason string, sequences ...int64) error {
+	_, err := c.canceller.Cancel(c.ctx, c.db, topic, reason, sequences...)
+	return err
+}
+
+// must fails the test when err is not nil.
+func (c *canceller[Tx]) must(err error, what string) {
+	c.t.Helper()
+	if err != nil {
+		c.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// wantCancelled fails t unless got are tasks, in any order, each with
+// owner, and cancelled from Active when owner is given, else from Ready.
+func wantCancelled(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Task, owner string) {
+	t.Helper()
+	from := taskapi.Ready
+	if owner != "" {
+		from = taskapi.Active
+	}
+	wantCancelledFrom(t, got, tasks, from, owner)
+}
+
+// wantCancelledFrom fails t unless got are tasks, in any order, each
+// cancelled from the state from, with owner.
+func wantCancelledFrom(t *testing.T, got []taskapi.Cancellation, tasks []taskapi.Task, from taskapi.State, owner string) {
+	t.Helper()
+	var seqs []int64
+	for _, c := range got {
+		seqs = append(seqs, c.Task.Sequence)
+		if c.Owner != owner || c.From != from {
+			t.Errorf("cancellation of task %d names owner %q, from %v; want %q, from %v", c.Task.Sequence, c.Owner, c.From, owner, from)
+		}
+		if i := slices.IndexFunc(tasks, func(task taskapi.Task) bool { return task.Sequence == c.Task.Sequence }); i >= 0 && tasks[i] != c.Task {
+			t.Errorf("cancellation returned %+v, want %+v", c.Task, tasks[i])
 		}
 	}
-	s.wantSame(label, before)
-	s.wantUsable(s.db)
-	s.wantNeverLed()
+	slices.Sort(seqs)
+	wantSeqs(t, "cancelled tasks", seqs, sequences(tasks))
 }
 
-// outcome is how a call ended: whether it returned within hungAfter, with
-// what error, after how long.
-type outcome struct {
-	returned bool
-	err      error
-	took     time.Duration
-}
-
-// together makes calls at once, without deadline, and returns how each
-// ended, by name.
-func (s *stage[Tx]) together(calls []stageCall[Tx]) map[string]outcome {
-	outcomes := map[string]outcome{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, c := range calls {
+// cancelRace runs pollers of two owners that complete what they poll while
+// an operator cancels every third task, Ready or Active, and checks that
+// each task ended with exactly one of the two: a completion that committed
+// or a cancellation that returned it, as the stored states say. The
+// operator walks from the last task back, towards the pollers, which walk
+// from the first: where the database serializes every write (SQLite, whose
+// writers take turns), an operator walking behind the pollers keeps their
+// pace, one cancellation to their three tasks a round, and would only ever
+// find the tasks they had completed. The pollers begin once the operator's
+// first cancellation returned: on a busy machine they completed every task
+// before the operator's first call.
+func (c *canceller[Tx]) cancelRace(t *testing.T) {
+	n := raceTasks(c.b, 240)
+	creations := make([]taskapi.Creation, n)
+	for i := range creations {
+		creations[i] = taskapi.Creation{Identifier: fmt.Sprint("id-", i%17)}
+	}
+	pushed := c.push("t", taskapi.Append, creations...)
+	var (
+		mu        sync.Mutex
+		completed = map[int64]bool{}
+		cancelled = map[int64]bool{}
+		wg        sync.WaitGroup
+		stop      = make(chan struct{})
+		halt      = sync.OnceFunc(func() { close(stop) })
+		begun     = make(chan struct{})
+		begin     = sync.OnceFunc(func() { close(begun) })
+	)
+	defer func() { // the pollers return, should the operator fail first
+		halt()
+		begin()
+		wg.Wait()
+	}()
+	operator := extension[taskapi.Canceller[Tx]](t, c.owner("operator"))
+	for _, name := range []string{Owner, "owner-b"} {
+		repo := c.repo
+		if name != Owner {
+			repo = c.owner(name)
+		}
 		wg.Go(func() {
-			start := time.Now()
-			returned, err := s.within(c, 0)
-			mu.Lock()
-			defer mu.Unlock()
-			outcomes[c.name] = outcome{returned: returned, err: err, took: time.Since(start)}
+			<-begun
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				tasks, err := repo.Poll(c.ctx, c.db, "t", 3)
+				if err != nil {
+					if errors.Is(err, taskapi.ErrConflict) {
+						continue
+					}
+					t.Errorf("Poll: %v", err)
+					return
+				}
+				for _, done := range completeWhatIsLeft(t, c.ctx, repo, c.db, tasks) {
+					mu.Lock()
+					completed[done] = true
+					mu.Unlock()
+				}
+			}
 		})
 	}
+	for i := n - 1; i >= 0; i -= 3 {
+		got, err := operator.Cancel(c.ctx, c.db, "t", "", pushed[i].Sequence)
+		if errors.Is(err, taskapi.ErrConflict) {
+			i += 3 // try the same task again
+			continue
+		}
+		c.must(err, "Cancel")
+		mu.Lock()
+		for _, x := range got {
+			cancelled[x.Task.Sequence] = true
+		}
+		mu.Unlock()
+		begin()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		states := c.states("t")
+		left := 0
+		for _, s := range states {
+			if s == taskapi.Ready || s == taskapi.Active {
+				left++
+			}
+		}
+		if left == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	halt()
 	wg.Wait()
-	return outcomes
+	mu.Lock()
+	defer mu.Unlock()
+	states := c.states("t")
+	for _, task := range pushed {
+		s, done, gone := states[task.Sequence], completed[task.Sequence], cancelled[task.Sequence]
+		switch {
+		case done && gone:
+			t.Errorf("task %d was both completed and cancelled", task.Sequence)
+		case done && s != taskapi.Succeeded, gone && s != taskapi.Cancelled, !done && !gone:
+			t.Errorf("task %d: completed %v, cancelled %v, stored %v", task.Sequence, done, gone, s)
+		}
+	}
+	if len(cancelled) == 0 || len(completed) == 0 {
+		t.Errorf("%d completed and %d cancelled: the race did not mix them", len(completed), len(cancelled))
+	}
 }
 
-// blockedCalls makes every call while b.Block holds the tables, one after
-// the other, each with a context of deadline d. A call must return within
-// hungAfter; one that fails must fail as check wants and, once the tables
-// are free again, have changed nothing, unless it said that its outcome
-// is unknown (taskapi.ErrUnavailable: a server that did not stop the
-// statement in time, such as a loaded pooler that held the cancel
-// request), which no more than one call in four may; one that succeeds
-// was not held up. Afterwards the pool serves a push.
-func (s *stage[Tx]) blockedCalls(d time.Duration, check func(t *testing.T, name string, err error)) {
-	s.t.Helper()
-	calls, unknown := s.calls(), 0
-	for _, c := range calls {
-		before := s.capture()
-		release := s.b.Block(s.t, s.db)
-		returned, err := s.within(c, d)
-		release()
-		if !returned {
-			s.t.Fatalf("%s blocked did not return within %v", c.name, hungAfter)
+// completeWhatIsLeft completes tasks with Success; tasks that a Complete
+// refuses as not Active (cancelled meanwhile) are left out, and the rest
+// completed again. It returns the sequences whose completion committed.
+func completeWhatIsLeft[Tx any](t *testing.T, ctx context.Context, repo taskapi.Repository[Tx], db Tx, tasks []taskapi.Task) []int64 {
+	for len(tasks) > 0 {
+		completions := make([]taskapi.Completion, len(tasks))
+		for i, task := range tasks {
+			completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Success}}
 		}
-		if err == nil {
-			s.t.Logf("%s went through the block", c.name)
+		err := repo.Complete(ctx, db, "t", completions...)
+		var se *taskapi.StateError
+		switch {
+		case err == nil:
+			return sequences(tasks)
+		case errors.Is(err, taskapi.ErrConflict):
 			continue
+		case errors.As(err, &se):
+			tasks = slices.DeleteFunc(tasks, func(task taskapi.Task) bool { return slices.Contains(se.Sequences, task.Sequence) })
+		default:
+			t.Errorf("Complete: %v", err)
+			return nil
 		}
-		check(s.t, c.name, err)
-		if errors.Is(err, taskapi.ErrUnavailable) {
-			s.t.Logf("%s blocked left its outcome unknown: %v", c.name, err)
-			unknown++
-			continue
-		}
-		s.wantSame(c.name+" blocked", before)
 	}
-	if unknown > len(calls)/4 {
-		s.t.Errorf("%d calls of %d blocked left their outcome unknown: the server did not stop their statements", unknown, len(calls))
-	}
-	s.wantUsable(s.db)
-	s.wantNeverLed()
-}
-
-// within runs c on the pool with a context of deadline d (none when d is
-// zero) and returns its error, or false when it has not returned within
-// hungAfter.
-func (s *stage[Tx]) within(c stageCall[Tx], d time.Duration) (returned bool, err error) {
-	ctx := s.ctx
-	if d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(s.ctx, d)
-		defer cancel()
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.run(ctx, s.db) }()
-	select {
-	case err := <-done:
-		return true, err
-	case <-time.After(hungAfter):
-		return false, nil
-	}
-}
-
-// wantUsable fails the test unless a push on h works; it returns the task.
-func (s *stage[Tx]) wantUsable(h Tx) taskapi.Task {
-	s.t.Helper()
-	return s.pushOn(h, stageTopic, taskapi.Append, taskapi.Creation{Identifier: "afterwards"})[0]
+	return nil
 }

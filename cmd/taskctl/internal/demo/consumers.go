@@ -52,8 +52,8 @@ func (r *demoRun[Tx]) newConsumer(owner string) (*taskproc.Client[Tx], error) {
 		taskproc.WithSize(2*demoBatch),
 		taskproc.WithNotifier(r.notifier()),
 		taskproc.WithReconcile(demoReconcile),
-		taskproc.WithListener(r.events),
-		taskproc.WithLogger(slog.New(slog.DiscardHandler)), // the listener counts what went wrong
+		taskproc.WithObserver(r.events),
+		taskproc.WithLogger(slog.New(slog.DiscardHandler)), // the observer counts what went wrong
 	)
 	if err != nil {
 		return nil, err

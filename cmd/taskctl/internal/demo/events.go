@@ -9,7 +9,7 @@ import (
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
-// demoEvents is the consumers' listener. The runtime recovers from failed
+// demoEvents is the consumers' observer. The runtime recovers from failed
 // polls, heartbeats and completions by itself; the demo counts them for
 // the summary instead of logging each, and stops at a loop that died.
 type demoEvents struct {
@@ -19,13 +19,13 @@ type demoEvents struct {
 	fatal     error            // the first loop that died
 }
 
-// newDemoEvents returns a listener that has heard nothing yet.
+// newDemoEvents returns an observer that has heard nothing yet.
 func newDemoEvents() *demoEvents {
 	return &demoEvents{recovered: map[string]int64{}}
 }
 
 // Notify hears one event.
-func (e *demoEvents) Notify(ev taskproc.Event) {
+func (e *demoEvents) Observe(ev taskproc.Event) {
 	switch ev.Kind {
 	case taskproc.EventFatal:
 		e.mu.Lock()

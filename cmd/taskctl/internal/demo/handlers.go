@@ -49,9 +49,9 @@ func (r *demoRun[Tx]) order(ctx context.Context, task taskapi.Task) (taskapi.Dec
 	case 0:
 		return taskapi.Decision{}, errors.New("card declined")
 	case 1:
-		return taskapi.Decision{}, taskproc.WithResult(taskapi.Suspension, errors.New("address unclear: a person must look"))
+		return taskapi.Decision{}, taskproc.EndWith(taskapi.Suspension, errors.New("address unclear: a person must look"))
 	case 2, 3:
-		return taskapi.Decision{}, taskproc.WithResult(taskapi.Filter, errors.New("duplicate order: nothing to do"))
+		return taskapi.Decision{}, taskproc.EndWith(taskapi.Filter, errors.New("duplicate order: nothing to do"))
 	}
 	return taskapi.Decision{Result: taskapi.Success, Output: fmt.Sprintf("invoiced %d.%02d", in.Amount/100, in.Amount%100)}, nil
 }
@@ -62,7 +62,7 @@ func (r *demoRun[Tx]) price(_ context.Context, task taskapi.Task) (taskapi.Decis
 	r.rec.started(demoPrices, task)
 	in := parseDemoInput(task)
 	if in.N%7 == 0 {
-		return taskapi.Decision{}, taskproc.WithResult(taskapi.Filter, errors.New("price unchanged"))
+		return taskapi.Decision{}, taskproc.EndWith(taskapi.Filter, errors.New("price unchanged"))
 	}
 	return taskapi.Decision{Result: taskapi.Success, Output: fmt.Sprintf("published %s at %.4f", in.Pair, in.Price)}, nil
 }

@@ -46,7 +46,7 @@ func demoPriceItem(_ context.Context, task taskapi.Task, _ *taskproc.Supplement)
 // (SUSPENSION), and ship never sees it.
 func demoStockItem(_ context.Context, task taskapi.Task, _ *taskproc.Supplement) (taskproc.Outcome, error) {
 	if parseDemoInput(task).N%12 == 5 {
-		return taskproc.Outcome{}, taskproc.WithResult(taskapi.Suspension, errors.New("back-ordered"))
+		return taskproc.Outcome{}, taskproc.EndWith(taskapi.Suspension, errors.New("back-ordered"))
 	}
 	return taskproc.Outcome{Decision: taskapi.Decision{Result: taskapi.Success, Output: "reserved"}}, nil
 }

@@ -21,9 +21,9 @@ type Store interface {
 	PageAt(ctx context.Context, topic string, listing taskapi.Listing, at time.Time, size int, direction taskapi.Direction) ([]taskapi.Info, error)
 	Lookup(ctx context.Context, topic string, sequence int64) (taskapi.Info, bool, error)
 	Count(ctx context.Context, snapshot taskapi.Snapshot, filter taskapi.Counting, span taskapi.Range) (map[string]map[taskapi.State]taskapi.Summary, error)
-	ReviveSettled(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time, size int) ([]taskapi.Revival, error)
+	ReviveCompletedBy(ctx context.Context, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, completedBy time.Time, size int) ([]taskapi.Revival, error)
 	Defer(ctx context.Context, topic string, until time.Time, tasks []taskapi.Task) error
-	PurgeSettled(ctx context.Context, topic string, span taskapi.Range, settled time.Time, states []taskapi.State) (int64, error)
+	PurgeCompletedBy(ctx context.Context, topic string, span taskapi.Range, completedBy time.Time, states []taskapi.State) (int64, error)
 	Lookups(ctx context.Context, topic string, sequences []int64) (map[int64]taskapi.Info, error)
 }
 
@@ -79,12 +79,12 @@ func LookupInfos(ctx context.Context, s Store, topic string, seqs []int64) ([]ta
 }
 
 // ReviveAll revives every task of topic in state within span completed at
-// or before settled (zero: whenever), Batch tasks a transaction, and
+// or before completedBy (zero: whenever), Batch tasks a transaction, and
 // returns the revivals: those before an error too.
-func ReviveAll(ctx context.Context, s Store, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, settled time.Time) ([]taskapi.Revival, error) {
+func ReviveAll(ctx context.Context, s Store, topic string, how taskapi.Revivification, state taskapi.State, span taskapi.Range, completedBy time.Time) ([]taskapi.Revival, error) {
 	var revived []taskapi.Revival
 	for {
-		batch, err := s.ReviveSettled(ctx, topic, how, state, span, settled, Batch)
+		batch, err := s.ReviveCompletedBy(ctx, topic, how, state, span, completedBy, Batch)
 		if revived = append(revived, batch...); err != nil || len(batch) < Batch {
 			return revived, err
 		}

@@ -59,17 +59,17 @@ func Purgeable(ctx context.Context, s Store, topic string, span taskapi.Range, s
 }
 
 // PurgeChunked purges span of topic, the tasks completed at or before
-// settled (zero: whenever), in statements of about PurgeChunkTasks of the
+// completedBy (zero: whenever), in statements of about PurgeChunkTasks of the
 // n tasks counted there, PurgeChunks at most, calling progress with the
 // tasks each deleted, and returns how many went: those before an error
 // too.
-func PurgeChunked(ctx context.Context, s Store, topic string, span taskapi.Range, states []taskapi.State, settled time.Time, n int64, progress func(int64)) (int64, error) {
+func PurgeChunked(ctx context.Context, s Store, topic string, span taskapi.Range, states []taskapi.State, completedBy time.Time, n int64, progress func(int64)) (int64, error) {
 	chunks := min(max(n/PurgeChunkTasks+1, 1), PurgeChunks)
 	width := max((span.To-span.From)/chunks+1, 1)
 	var purged int64
 	for from := span.From; from <= span.To; from += width {
 		chunk := taskapi.Range{From: from, To: min(from+width-1, span.To)}
-		k, err := s.PurgeSettled(ctx, topic, chunk, settled, states)
+		k, err := s.PurgeCompletedBy(ctx, topic, chunk, completedBy, states)
 		purged += k
 		if err != nil {
 			return purged, err

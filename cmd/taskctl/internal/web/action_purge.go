@@ -106,15 +106,15 @@ func (s *Server) previewPurge(ctx context.Context, p *plan, topic string, states
 	return nil
 }
 
-// purge deletes what planPurge names, completed at or before settled, and
+// purge deletes what planPurge names, completed at or before completedBy, and
 // says what went.
-func (s *Server) purge(ctx context.Context, topic string, states []taskapi.State, span taskapi.Range, cutoff, settled time.Time) (*outcome, error) {
+func (s *Server) purge(ctx context.Context, topic string, states []taskapi.State, span taskapi.Range, cutoff, completedBy time.Time) (*outcome, error) {
 	back := topicLink(topic)
 	n, first, last, err := s.purgeable(ctx, topic, states, span, cutoff)
 	if err != nil || n == 0 {
 		return &outcome{Title: "Purged", Back: back, Lines: []string{"nothing to purge: no task matched."}}, err
 	}
-	purged, err := ops.PurgeChunked(ctx, s.cfg.Store, topic, taskapi.Range{From: first, To: last}, states, settled, n, func(int64) {})
+	purged, err := ops.PurgeChunked(ctx, s.cfg.Store, topic, taskapi.Range{From: first, To: last}, states, completedBy, n, func(int64) {})
 	if err != nil && purged == 0 {
 		return nil, err
 	}

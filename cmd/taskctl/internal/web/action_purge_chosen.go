@@ -57,7 +57,7 @@ func (s *Server) purgeChosen(ctx context.Context, sel selection, states []taskap
 	var err error
 	for _, span := range consecutive(sel.infos) {
 		var n int64
-		n, err = s.cfg.Store.PurgeSettled(ctx, sel.topic, span, time.Time{}, states) // the sequences and states are the bound
+		n, err = s.cfg.Store.PurgeCompletedBy(ctx, sel.topic, span, time.Time{}, states) // the sequences and states are the bound
 		if purged += n; err != nil {
 			break
 		}

@@ -40,7 +40,7 @@ func (s *Server) planReassign(ctx context.Context, f form, preview bool) (*plan,
 	}
 	p.run = func(ctx context.Context) (*outcome, error) {
 		if sel.byState {
-			n, err := s.cfg.Store.ReassignSettled(ctx, sel.topic, sel.state, to, sel.span, sel.bound.at)
+			n, err := s.cfg.Store.ReassignCompletedBy(ctx, sel.topic, sel.state, to, sel.span, sel.bound.at)
 			if err != nil {
 				return nil, err
 			}

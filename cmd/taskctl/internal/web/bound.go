@@ -17,7 +17,7 @@ import (
 // agreed to. So the confirmation fixes a bound, the topic's highest
 // sequence and the database's time when it counted, and sends it back as
 // the form values bound and at; the POST changes only tasks up to that
-// sequence and completed at or before that time (taskapi.Settler). They
+// sequence and completed at or before that time (taskapi.CompletionBounded). They
 // are the operator's agreement, not a secret: the CSRF check covers the
 // POST, and a changed bound only narrows or widens what the operator
 // confirms with it.

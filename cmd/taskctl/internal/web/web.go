@@ -61,7 +61,7 @@ type Store interface {
 	ReviveTasks(ctx context.Context, topic string, how taskapi.Revivification, tasks []taskapi.Task) ([]taskapi.Revival, error)
 	Reassign(ctx context.Context, topic string, assignments []taskapi.Assignment) error
 	ReassignAll(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range) (int64, error)
-	ReassignSettled(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, settled time.Time) (int64, error)
+	ReassignCompletedBy(ctx context.Context, topic string, from taskapi.State, to taskapi.Result, span taskapi.Range, completedBy time.Time) (int64, error)
 	// CancelIn cancels the tasks of a topic that are, as they are
 	// cancelled, in the state given for each, READY, ACTIVE or SUSPENDED, and
 	// returns them; the others are left as they are (action_cancel.go).

@@ -137,9 +137,9 @@ func decide(list []taskapi.Task, results ...taskapi.Result) taskproc.Decisions {
 	return d
 }
 
-func TestListenerRecordsEvents(t *testing.T) {
+func TestRecorderRecordsEvents(t *testing.T) {
 	reader, provider := newReader(t)
-	l, err := taskprocotel.NewListener(provider.Meter("test"))
+	l, err := taskprocotel.NewRecorder(provider.Meter("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func TestListenerRecordsEvents(t *testing.T) {
 		{Kind: taskproc.EventScheduleFailed, Topic: "b", Err: boom},
 	}
 	for _, e := range events {
-		l.Notify(e)
+		l.Observe(e)
 	}
 	metrics := collect(t, reader)
 
@@ -299,15 +299,15 @@ func TestListenerRecordsEvents(t *testing.T) {
 
 // The histogram's buckets are those of taskproc.Stats.Runs: a duration on a
 // bound falls into the bound's bucket.
-func TestListenerBucketsMatchRunBounds(t *testing.T) {
+func TestRecorderBucketsMatchRunBounds(t *testing.T) {
 	reader, provider := newReader(t)
-	l, err := taskprocotel.NewListener(provider.Meter("test"))
+	l, err := taskprocotel.NewRecorder(provider.Meter("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range taskproc.RunBounds {
-		l.Notify(taskproc.Event{Kind: taskproc.EventReleased, Topic: "t", Duration: d})
-		l.Notify(taskproc.Event{Kind: taskproc.EventReleased, Topic: "t", Duration: d + time.Nanosecond})
+		l.Observe(taskproc.Event{Kind: taskproc.EventReleased, Topic: "t", Duration: d})
+		l.Observe(taskproc.Event{Kind: taskproc.EventReleased, Topic: "t", Duration: d + time.Nanosecond})
 	}
 	p := histogramPoints(t, collect(t, reader))[attrs("topic", "t")]
 	want := make([]uint64, len(taskproc.RunBounds)+1)
@@ -321,9 +321,9 @@ func TestListenerBucketsMatchRunBounds(t *testing.T) {
 	}
 }
 
-func TestListenerConcurrent(t *testing.T) {
+func TestRecorderConcurrent(t *testing.T) {
 	reader, provider := newReader(t)
-	l, err := taskprocotel.NewListener(provider.Meter("test"))
+	l, err := taskprocotel.NewRecorder(provider.Meter("test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,8 +335,8 @@ func TestListenerConcurrent(t *testing.T) {
 			for i := range rounds {
 				topic := topics[(g+i)%len(topics)]
 				batch := tasks(int64(i*10), 2)
-				l.Notify(taskproc.Event{Kind: taskproc.EventPolled, Topic: topic, Tasks: batch})
-				l.Notify(taskproc.Event{Kind: taskproc.EventCompleted, Topic: topic, Tasks: batch,
+				l.Observe(taskproc.Event{Kind: taskproc.EventPolled, Topic: topic, Tasks: batch})
+				l.Observe(taskproc.Event{Kind: taskproc.EventCompleted, Topic: topic, Tasks: batch,
 					Decisions: decide(batch, taskapi.Success), Duration: time.Millisecond})
 			}
 		})
@@ -363,24 +363,24 @@ func TestListenerConcurrent(t *testing.T) {
 func TestTee(t *testing.T) {
 	var mu sync.Mutex
 	var heard []string
-	listen := func(name string) taskproc.Listener {
-		return taskproc.ListenerFunc(func(e taskproc.Event) {
+	listen := func(name string) taskproc.Observer {
+		return taskproc.ObserverFunc(func(e taskproc.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			heard = append(heard, name+":"+e.Kind.String())
 		})
 	}
 	tee := taskprocotel.Tee(listen("first"), nil, listen("second"))
-	tee.Notify(taskproc.Event{Kind: taskproc.EventEmpty, Topic: "t"})
+	tee.Observe(taskproc.Event{Kind: taskproc.EventEmpty, Topic: "t"})
 	want := []string{"first:poll found nothing", "second:poll found nothing"}
 	if !slices.Equal(heard, want) {
 		t.Errorf("heard %v, want %v", heard, want)
 	}
-	taskprocotel.Tee().Notify(taskproc.Event{Kind: taskproc.EventEmpty}) // hears nothing, does not panic
+	taskprocotel.Tee().Observe(taskproc.Event{Kind: taskproc.EventEmpty}) // hears nothing, does not panic
 }
 
-func TestNewListenerWithoutMeter(t *testing.T) {
-	if _, err := taskprocotel.NewListener(nil); err == nil {
-		t.Error("NewListener(nil) succeeded")
+func TestNewRecorderWithoutMeter(t *testing.T) {
+	if _, err := taskprocotel.NewRecorder(nil); err == nil {
+		t.Error("NewRecorder(nil) succeeded")
 	}
 }

@@ -11,14 +11,14 @@ import (
 	"github.com/taskrepo/taskrepo/taskproc"
 )
 
-// DefaultGaugeTimeout is how long Observe lets the Ready gauge of a topic
+// DefaultGaugeTimeout is how long RegisterGauges lets the Ready gauge of a topic
 // take by default (see WithGaugeTimeout).
 const DefaultGaugeTimeout = 5 * time.Second
 
-// An ObserveOption configures Observe.
-type ObserveOption func(*observeSettings)
+// A GaugeOption configures RegisterGauges.
+type GaugeOption func(*observeSettings)
 
-// observeSettings are what the options of Observe set.
+// observeSettings are what the options of RegisterGauges set.
 type observeSettings struct {
 	gaugeTimeout time.Duration
 }
@@ -27,11 +27,11 @@ type observeSettings struct {
 // (taskproc.Manager.Gauge) may take at a collection (DefaultGaugeTimeout);
 // a topic whose query takes longer is left out of that collection's
 // taskproc.ready.* values. It must be positive.
-func WithGaugeTimeout(d time.Duration) ObserveOption {
+func WithGaugeTimeout(d time.Duration) GaugeOption {
 	return func(s *observeSettings) { s.gaugeTimeout = d }
 }
 
-// Observe registers, with meter, observable gauges of every topic that has
+// RegisterGauges registers, with meter, observable gauges of every topic that has
 // a handler in client, read at each collection:
 //
 //   - taskproc.batches.in_flight ({batch}): batches polled and not settled
@@ -41,7 +41,7 @@ func WithGaugeTimeout(d time.Duration) ObserveOption {
 //     created, 0 when none is Ready.
 //
 // Each has the attribute topic. The topics are read from client at each
-// collection, so topics handled after Observe are observed too.
+// collection, so topics handled after RegisterGauges are observed too.
 //
 // The two taskproc.ready.* gauges query the database: each collection runs
 // taskproc.Manager.Gauge once per topic (a count on the index of Ready
@@ -55,7 +55,7 @@ func WithGaugeTimeout(d time.Duration) ObserveOption {
 // same depth, so do not sum them across processes.
 //
 // Unregister the returned Registration to stop observing.
-func Observe[Tx any](meter metric.Meter, client *taskproc.Client[Tx], opts ...ObserveOption) (metric.Registration, error) {
+func RegisterGauges[Tx any](meter metric.Meter, client *taskproc.Client[Tx], opts ...GaugeOption) (metric.Registration, error) {
 	s := observeSettings{gaugeTimeout: DefaultGaugeTimeout}
 	for _, opt := range opts {
 		opt(&s)

@@ -139,31 +139,31 @@ type Event struct {
 	Duration time.Duration
 }
 
-// A Listener is told of the runtime's events, synchronously, from the
+// An Observer is told of the runtime's events, synchronously, from the
 // runtime's goroutines: it must return quickly and be safe for concurrent
 // use. A panic in it is logged and otherwise ignored.
-type Listener interface {
-	Notify(e Event)
+type Observer interface {
+	Observe(e Event)
 }
 
-// ListenerFunc is a function that is a Listener.
-type ListenerFunc func(e Event)
+// ObserverFunc is a function that is an Observer.
+type ObserverFunc func(e Event)
 
 // Notify calls f.
-func (f ListenerFunc) Notify(e Event) { f(e) }
+func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// notify tells the listener of s, if any, of e and logs it.
+// notify tells the observer of s, if any, of e and logs it.
 func (s settings) notify(e Event) {
 	s.log(e)
-	if s.listener == nil {
+	if s.observer == nil {
 		return
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			s.logger.Error("taskproc: listener panicked", "topic", e.Topic, "event", e.Kind.String(), "panic", p)
+			s.logger.Error("taskproc: observer panicked", "topic", e.Topic, "event", e.Kind.String(), "panic", p)
 		}
 	}()
-	s.listener.Notify(e)
+	s.observer.Observe(e)
 }
 
 // log logs e: failures as warnings, a fatal error as an error, the rest at

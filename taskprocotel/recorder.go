@@ -24,13 +24,13 @@ const (
 // results are the valid results, indexed by their value.
 var results = [...]taskapi.Result{taskapi.Failure, taskapi.Suspension, taskapi.Filter, taskapi.Success}
 
-// A Listener is a taskproc.Listener that records the runtime's events as
+// A Recorder is a taskproc.Observer that records the runtime's events as
 // OpenTelemetry metrics (see the package documentation for the list). Give
-// it to taskproc.New or taskproc.NewManager with taskproc.WithListener; one
-// Listener may serve any number of Clients and Managers. Its Notify is safe
+// it to taskproc.New or taskproc.NewManager with taskproc.WithObserver; one
+// Recorder may serve any number of Clients and Managers. Its Observe is safe
 // for concurrent use and does not block: it adds to counters and records
 // into a histogram with attribute sets cached per topic.
-type Listener struct {
+type Recorder struct {
 	polled, completed, failed, released metric.Int64Counter
 	batchesFailed, pollsFailed          metric.Int64Counter
 	loopsDied, heartbeatsFailed         metric.Int64Counter
@@ -55,7 +55,7 @@ type Listener struct {
 	attrs sync.Map                 // topic → *topicAttrs
 }
 
-var _ taskproc.Listener = (*Listener)(nil)
+var _ taskproc.Observer = (*Recorder)(nil)
 
 // topicAttrs are the attribute sets of one topic, made once.
 type topicAttrs struct {
@@ -63,13 +63,13 @@ type topicAttrs struct {
 	results [len(results)]metric.MeasurementOption // topic and result
 }
 
-// NewListener returns a Listener that records with instruments of meter.
+// NewRecorder returns a Recorder that records with instruments of meter.
 // It fails when meter refuses to make one of them.
-func NewListener(meter metric.Meter) (*Listener, error) {
+func NewRecorder(meter metric.Meter) (*Recorder, error) {
 	if meter == nil {
-		return nil, fmt.Errorf("taskprocotel: new listener: a meter is required")
+		return nil, fmt.Errorf("taskprocotel: new recorder: a meter is required")
 	}
-	l := &Listener{none: metric.WithAttributeSet(attribute.NewSet())}
+	l := &Recorder{none: metric.WithAttributeSet(attribute.NewSet())}
 	counters := []struct {
 		dst               *metric.Int64Counter
 		name, unit, about string
@@ -102,7 +102,7 @@ func NewListener(meter metric.Meter) (*Listener, error) {
 	for _, c := range counters {
 		counter, err := meter.Int64Counter(c.name, metric.WithUnit(c.unit), metric.WithDescription(c.about))
 		if err != nil {
-			return nil, fmt.Errorf("taskprocotel: new listener: %s: %w", c.name, err)
+			return nil, fmt.Errorf("taskprocotel: new recorder: %s: %w", c.name, err)
 		}
 		*c.dst = counter
 	}
@@ -112,7 +112,7 @@ func NewListener(meter metric.Meter) (*Listener, error) {
 		metric.WithDescription("Time batches took from their poll to their settlement (completed, failed or released)."),
 		metric.WithExplicitBucketBoundaries(BucketBoundaries()...))
 	if err != nil {
-		return nil, fmt.Errorf("taskprocotel: new listener: taskproc.batch.duration: %w", err)
+		return nil, fmt.Errorf("taskprocotel: new recorder: taskproc.batch.duration: %w", err)
 	}
 	return l, nil
 }
@@ -132,7 +132,7 @@ func BucketBoundaries() []float64 {
 // dispatched, an empty poll, a wake-up) are ignored. An event whose error
 // is a capacity's refusal (*taskapi.CapacityError: a follow-up that failed
 // its batch, a periodic push) counts a refused push of the full topic.
-func (l *Listener) Notify(e taskproc.Event) {
+func (l *Recorder) Observe(e taskproc.Event) {
 	ctx := context.Background()
 	var full *taskapi.CapacityError
 	if errors.As(e.Err, &full) {
@@ -166,7 +166,7 @@ func (l *Listener) Notify(e taskproc.Event) {
 
 // fleet records the events of a fleet of processes: fencing, leadership,
 // wake-ups and activation.
-func (l *Listener) fleet(ctx context.Context, e taskproc.Event) {
+func (l *Recorder) fleet(ctx context.Context, e taskproc.Event) {
 	switch e.Kind {
 	case taskproc.EventAbandoned:
 		add(ctx, l.abandoned, len(e.Tasks), l.topic(e.Topic).topic)
@@ -202,7 +202,7 @@ func (l *Listener) fleet(ctx context.Context, e taskproc.Event) {
 }
 
 // decisions counts the decisions of a completed batch by result.
-func (l *Listener) decisions(ctx context.Context, e taskproc.Event) {
+func (l *Recorder) decisions(ctx context.Context, e taskproc.Event) {
 	var counts [len(results)]int
 	var others map[taskapi.Result]int // results out of range, never in practice
 	for _, d := range e.Decisions {
@@ -225,7 +225,7 @@ func (l *Listener) decisions(ctx context.Context, e taskproc.Event) {
 }
 
 // topic returns the attribute sets of topic, made on its first event.
-func (l *Listener) topic(topic string) *topicAttrs {
+func (l *Recorder) topic(topic string) *topicAttrs {
 	if a, ok := l.attrs.Load(topic); ok {
 		return a.(*topicAttrs)
 	}
@@ -239,7 +239,7 @@ func (l *Listener) topic(topic string) *topicAttrs {
 
 // topicOrNone returns the topic's attribute set, or the empty set for an
 // event without a topic (a Client's heartbeat).
-func (l *Listener) topicOrNone(topic string) metric.MeasurementOption {
+func (l *Recorder) topicOrNone(topic string) metric.MeasurementOption {
 	if topic == "" {
 		return l.none
 	}
@@ -253,20 +253,20 @@ func add(ctx context.Context, counter metric.Int64Counter, n int, attrs metric.M
 	}
 }
 
-// Tee returns a taskproc.Listener that tells each of listeners of every
-// event, in order (nil ones are skipped), for taskproc.WithListener takes
-// one listener: Tee(otelListener, myListener). A panic in one of them keeps
+// Tee returns a taskproc.Observer that tells each of observers of every
+// event, in order (nil ones are skipped), for taskproc.WithObserver takes
+// one observer: Tee(recorder, mine). A panic in one of them keeps
 // the event from those after it (taskproc recovers and logs it).
-func Tee(listeners ...taskproc.Listener) taskproc.Listener {
-	var all []taskproc.Listener
-	for _, l := range listeners {
+func Tee(observers ...taskproc.Observer) taskproc.Observer {
+	var all []taskproc.Observer
+	for _, l := range observers {
 		if l != nil {
 			all = append(all, l)
 		}
 	}
-	return taskproc.ListenerFunc(func(e taskproc.Event) {
+	return taskproc.ObserverFunc(func(e taskproc.Event) {
 		for _, l := range all {
-			l.Notify(e)
+			l.Observe(e)
 		}
 	})
 }

@@ -156,11 +156,11 @@ func TestObserve(t *testing.T) {
 
 	reader, provider := newReader(t)
 	meter := provider.Meter("test")
-	listener, err := taskprocotel.NewListener(meter)
+	recorder, err := taskprocotel.NewRecorder(meter)
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := taskproc.New(repo, taskansi.Transact(db, nil), taskproc.WithListener(listener), taskproc.WithHeartbeat(0), taskproc.WithExpiry(0))
+	client, err := taskproc.New(repo, taskansi.Transact(db, nil), taskproc.WithObserver(recorder), taskproc.WithHeartbeat(0), taskproc.WithExpiry(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestObserve(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := taskprocotel.Observe(meter, client, taskprocotel.WithGaugeTimeout(patience))
+	reg, err := taskprocotel.RegisterGauges(meter, client, taskprocotel.WithGaugeTimeout(patience))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestObserve(t *testing.T) {
 	checkGauge(t, observed, "work", 0, 0)
 	checkGauge(t, observed, "idle", 0, 0)
 
-	// The Listener counted what the Manager's Stats counted.
+	// The Recorder counted what the Manager's Stats counted.
 	stats := client.Manager("work").Stats()
 	checkCounter(t, metrics, "taskproc.tasks.polled", "{task}", map[string]int64{attrs("topic", "work"): pushed})
 	checkCounter(t, metrics, "taskproc.tasks.completed", "{task}", map[string]int64{attrs("topic", "work", "result", "SUCCESS"): pushed})
@@ -294,13 +294,13 @@ func TestObserveRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := taskprocotel.Observe[taskansi.DB](provider.Meter("test"), nil); err == nil {
-		t.Error("Observe without a client succeeded")
+	if _, err := taskprocotel.RegisterGauges[taskansi.DB](provider.Meter("test"), nil); err == nil {
+		t.Error("RegisterGauges without a client succeeded")
 	}
-	if _, err := taskprocotel.Observe(nil, client); err == nil {
-		t.Error("Observe without a meter succeeded")
+	if _, err := taskprocotel.RegisterGauges(nil, client); err == nil {
+		t.Error("RegisterGauges without a meter succeeded")
 	}
-	if _, err := taskprocotel.Observe(provider.Meter("test"), client, taskprocotel.WithGaugeTimeout(0)); err == nil {
-		t.Error("Observe with a zero gauge timeout succeeded")
+	if _, err := taskprocotel.RegisterGauges(provider.Meter("test"), client, taskprocotel.WithGaugeTimeout(0)); err == nil {
+		t.Error("RegisterGauges with a zero gauge timeout succeeded")
 	}
 }
