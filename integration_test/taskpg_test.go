@@ -38,7 +38,18 @@ func pgBackend(opts ...taskpg.Option) conformance.Backend[taskpg.DB] {
 	}
 }
 
+// TestTaskpgConformance runs the suite on taskpg, records every statement
+// taskpg sends in it and a Notifier's, and checks docs/distributed.md
+// against them (statements_test.go). Every push notifies
+// (WithWakeUps(0)): with the default interval, whether a push carries its
+// wake-up depends on the time since the last one, and so would the
+// statements recorded; the suite's other runs on taskpg keep the default.
 func TestTaskpgConformance(t *testing.T) {
 	t.Parallel() // the suites run side by side, after the other tests (see parallelCases)
-	conformance.Run(t, pgBackend())
+	r := &recorder{seen: map[string]bool{}}
+	b := pgBackend(taskpg.WithWakeUps(0))
+	b.Open = func(t *testing.T) taskpg.DB { return tracedPool(t, r) }
+	conformance.Run(t, b)
+	t.Run("Notifier", func(t *testing.T) { listenOnce(t, r, tracedPool(t, r)) })
+	wantDistributedTable(t, r)
 }
