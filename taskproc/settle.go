@@ -54,12 +54,6 @@ func (m *Manager[Tx]) cleanupTime() time.Duration {
 	return min(cleanupTimeout, max(m.s.grace, time.Second))
 }
 
-// noDecision is the output of a task that its completion did not decide.
-const noDecision = "taskproc: no decision for the task"
-
-// zeroDecision is the output of a task decided by the zero Decision.
-const zeroDecision = "taskproc: the handler returned the zero Decision, which is FAILURE without an output; a task that succeeded needs Result: taskapi.Success"
-
 // errLost is the error of a settlement that found every task of its batch
 // taken by another owner (expired and revived meanwhile, say): it wrote
 // nothing.
@@ -69,7 +63,7 @@ var errLost = errors.New("taskproc: every task of the batch was taken by another
 // repository that polled them.
 type batchSettler[Tx any] struct {
 	m    *Manager[Tx]
-	r    *run
+	r    *managerRun
 	repo Repository[Tx]
 	slot func()
 }
@@ -451,3 +445,33 @@ func staleOf(err error) []int64 {
 	}
 	return nil
 }
+
+// backoff returns the Manager's backoff between the attempts of a
+// settlement: from retryBackoff, doubling, up to the pause.
+func (m *Manager[Tx]) backoff() *backoff { return &backoff{bound: retryBackoff, limit: m.s.pause} }
+
+// hold ends the transaction of a settlement of a batch polled under a term
+// of leadership (WithLeadership): it commits only while the term is
+// current in the database, checked last, in its own SQL, which holds off
+// the next term until it has ended (taskapi.Leader's Hold). A term that
+// is over refuses the settlement, whatever the local timers say: a leader
+// stopped, slowed or misled by a clock never settles after another
+// process leads. Nothing to do for a batch polled under no term.
+func (s *batchSettler[Tx]) hold(ctx context.Context, tx Tx, b *Batch, o *outcome) error {
+	if b.term.Number == 0 {
+		return nil
+	}
+	leader, ok := s.repo.(taskapi.Leader[Tx])
+	if !ok {
+		return nil // the repository issued the term: it is a Leader
+	}
+	current, err := leader.Hold(ctx, tx, b.term)
+	if err == nil && !current {
+		o.termLost, err = true, fmt.Errorf("%w: term %d of %q is over in the database", ErrTermLost, b.term.Number, b.topic)
+	}
+	return err
+}
+
+// errUnsent is the error of a completion that left its group before the
+// group's statement was sent: it wrote nothing.
+var errUnsent = errors.New("taskproc: the completion left its group unsent")
