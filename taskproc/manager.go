@@ -50,7 +50,7 @@ type Manager[Tx any] struct {
 	clock      *clockOffset                   // the Client's, or the Manager's own
 	lead       atomic.Pointer[leadership[Tx]] // the election, with WithLeadership
 	schedules  []schedule
-	group      *settleGroup // the grouped completions (see group.go)
+	group      *settleGroup // the grouped completions (see settle_group.go)
 	handedOver atomic.Int64 // the tasks of the settlements handed over and not written (see handOver)
 	unsure     atomic.Bool  // a poll failed and may have claimed tasks all the same (see tidy)
 	claiming   atomic.Int32 // loops between their last check of the holds and the registration of their batch
@@ -467,3 +467,10 @@ const (
 	holdPaused                        // the topic is Paused or Draining
 	holdLeader                        // another owner leads the topic (WithLeadership)
 )
+
+// demandOf returns what the handler of m holds at once: per batch, times
+// the loops that each run a batch.
+func demandOf[Tx any](m *Manager[Tx]) demand {
+	n, what := holdsOf(m.handler)
+	return demand{topic: m.topic, what: what, conns: n * m.s.pollers}
+}

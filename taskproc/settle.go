@@ -116,9 +116,9 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 		case refusedSettlement: // a failure or a release the database refuses: give the tasks back
 			s.m.s.logger.Error("taskproc: the database refused a settlement", "topic", b.topic, "err", v.o.err)
 			return s.lose(b, live, fmt.Errorf("taskproc: settle a batch of %q: %w", b.topic, v.o.err))
-		case unknown: // the database could not tell: given up
+		case commitUnknown: // the database could not tell: given up
 			return s.lose(b, live, v.err)
-		case taken:
+		case allTaken:
 			s.m.cancelledAmong(b, v.stale)
 			if len(b.withoutCancelled(live)) == 0 {
 				return s.cancelledAll(b, how)
@@ -165,8 +165,8 @@ const (
 	refusedCompletion                // the completion function or the database refused its decisions
 	refusedSettlement                // the database refused a failure or a release
 	partlyTaken                      // some tasks are another owner's now: try again without them
-	taken                            // every task is another owner's now: nothing written
-	unknown                          // the database could not tell whether it committed
+	allTaken                         // every task is another owner's now: nothing written
+	commitUnknown                    // the database could not tell whether it committed
 	termOver                         // the term the batch was polled under is over: the batch is given up
 )
 
@@ -203,16 +203,16 @@ func (s *batchSettler[Tx]) try(b *Batch, how settlement, live []taskapi.Task) tr
 		if held := without(live, stale); len(held) > 0 {
 			return tried{verdict: partlyTaken, o: o, held: held, stale: stale}
 		}
-		return tried{verdict: taken, o: o, stale: stale}
+		return tried{verdict: allTaken, o: o, stale: stale}
 	}
 	done, held, err := s.settled(ctx, b, how, live, o)
 	switch {
 	case err != nil:
-		return tried{verdict: unknown, o: o, err: err}
+		return tried{verdict: commitUnknown, o: o, err: err}
 	case done:
 		return tried{verdict: committed, o: o}
 	case len(held) == 0:
-		return tried{verdict: taken, o: o}
+		return tried{verdict: allTaken, o: o}
 	}
 	return tried{verdict: notCommitted, o: o, held: held}
 }
@@ -273,14 +273,14 @@ func (s *batchSettler[Tx]) lockFor(b *Batch, how settlement, live []taskapi.Task
 //
 // The attempt is bounded (see bound.go): as a whole, or, when it runs a
 // completion function that takes the transaction, but for the function's
-// own run, or, in a group (see group.go), but for its wait there.
+// own run, or, in a group (see settle_group.go), but for its wait there.
 func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task) outcome {
 	alone := alone(b, how, live)
 	if alone {
 		ctx = taskapi.SingleStatement(ctx)
 	}
 	var o outcome
-	if alone && how.intent == toComplete { // bounded as it is written (see group.go)
+	if alone && how.intent == toComplete { // bounded as it is written (see settle_group.go)
 		o.err = s.completeGrouped(ctx, b, how.completion, live, &o)
 		o.wrote = o.err == nil || o.fnErr == nil && !o.refused && !errors.Is(o.err, errUnsent)
 		return classified(ctx, o)

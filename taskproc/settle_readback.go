@@ -14,7 +14,7 @@ import (
 // and which of live this owner still holds, reading back until the
 // database answers (or, once the batch is given up, for a short while). A
 // conflict is known not to have committed, and so is a completion that
-// left its group unsent (see group.go). It waits with backoff between
+// left its group unsent (see settle_group.go). It waits with backoff between
 // reads.
 func (s *batchSettler[Tx]) settled(ctx context.Context, b *Batch, how settlement, live []taskapi.Task, o outcome) (committed bool, held []taskapi.Task, err error) {
 	if errors.Is(o.err, taskapi.ErrConflict) && !errors.Is(o.err, taskapi.ErrUnavailable) || errors.Is(o.err, errUnsent) {
