@@ -26,10 +26,6 @@ type backoff struct{ bound, limit time.Duration }
 
 func newBackoff() backoff { return backoff{bound: retryBackoff} }
 
-// backoff returns the Manager's backoff between the attempts of a
-// settlement: from retryBackoff, doubling, up to the pause.
-func (m *Manager[Tx]) backoff() *backoff { return &backoff{bound: retryBackoff, limit: m.s.pause} }
-
 // next returns a random wait below the bound, and doubles the bound.
 func (b *backoff) next() time.Duration {
 	d := rand.N(b.bound)

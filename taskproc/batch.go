@@ -1,7 +1,6 @@
 package taskproc
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -314,7 +313,14 @@ func (b *Batch) resumeAfterCommit(topics ...string) {
 	b.after = append(b.after, topics...)
 }
 
-// sortedBySequence returns tasks in ascending sequence.
-func sortedBySequence(tasks []taskapi.Task) []taskapi.Task {
-	return slices.SortedFunc(slices.Values(tasks), func(a, b taskapi.Task) int { return cmp.Compare(a.Sequence, b.Sequence) })
-}
+// ErrFenced is the cause with which a fenced owner gives up the batches it
+// holds: it could not confirm its heartbeat for longer than the expiry, so
+// another process may have expired and revived their tasks.
+var ErrFenced = errors.New("taskproc: fenced: the owner could not confirm its heartbeat in time")
+
+// ErrTermLost is the cause with which a batch polled under a term of
+// leadership is given up when the term is lost (a renewal failed or came
+// too late, or the owner fenced itself): its context ends, its tasks go back
+// to Ready, and a later settlement is refused, so that nothing of the term
+// runs on while another process leads.
+var ErrTermLost = errors.New("taskproc: the term of leadership the batch was polled under was lost")

@@ -265,5 +265,5 @@ func stopAll[Tx any](ctx context.Context, managers []*Manager[Tx]) error {
 		errs = slices.DeleteFunc(errs, func(err error) bool { return err == ctx.Err() }) //nolint:errorlint // the Managers' own ctx.Err(), as it is: added once below
 		errs = append(errs, ctx.Err())
 	}
-	return join(errs)
+	return joinErrors(errs)
 }

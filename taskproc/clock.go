@@ -47,30 +47,3 @@ func measureClock[Tx any](ctx context.Context, tx Tx, repo Repository[Tx], o *cl
 	o.ns.Store(int64(db.Sub(mid.Round(0)))) // Round(0): the wall clock, which the database's is compared with
 	return nil
 }
-
-// dbNow returns the database's clock as estimated from the process's.
-func (m *Manager[Tx]) dbNow() time.Time { return time.Now().Add(m.clock.get()) }
-
-// now returns the runtime's clock: the one given with WithClock, else the
-// database's as estimated.
-func (m *Manager[Tx]) now() time.Time {
-	if m.s.now != nil {
-		return m.s.now()
-	}
-	return m.dbNow()
-}
-
-// waitUntil waits until the runtime's clock reads t or later, or ctx ends.
-// A clock given with WithClock is read again every clockTick, so that a
-// test that moves it sees the wait end at once.
-func (m *Manager[Tx]) waitUntil(ctx context.Context, t time.Time) error {
-	if m.s.now == nil {
-		return sleep(ctx, max(t.Sub(m.now()), 0))
-	}
-	for m.now().Before(t) {
-		if err := sleep(ctx, clockTick); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -49,7 +49,7 @@ func callContext[Tx any](ctx context.Context, tx Tx, fn ContextFunc[Tx], c *Comp
 func writeFollowUps[Tx any](ctx context.Context, tx Tx, repo any, c *Completing) ([]string, error) {
 	c.mu.Lock()
 	succeeded := func(task taskapi.Task) bool { return c.decisions[task].Result == taskapi.Success }
-	pushes, joins := due(c.pushes, succeeded), due(c.joins, succeeded)
+	pushes, joins := dueFollowUps(c.pushes, succeeded), dueFollowUps(c.joins, succeeded)
 	c.mu.Unlock()
 	if len(pushes) == 0 && len(joins) == 0 {
 		return nil, nil
@@ -77,10 +77,10 @@ func writeFollowUps[Tx any](ctx context.Context, tx Tx, repo any, c *Completing)
 	return slices.Compact(topics), nil
 }
 
-// due gathers the items of the follow-ups whose parent succeeded, by topic
+// dueFollowUps gathers the items of the follow-ups whose parent succeeded, by topic
 // and mode, in the order of the parents' sequences and, for one parent, in
 // registration order. Topics and modes without items are left out.
-func due[M ~int, V any](list []followUp[M, V], succeeded func(taskapi.Task) bool) map[string]map[M][]V {
+func dueFollowUps[M ~int, V any](list []followUp[M, V], succeeded func(taskapi.Task) bool) map[string]map[M][]V {
 	sorted := slices.Clone(list)
 	slices.SortStableFunc(sorted, func(a, b followUp[M, V]) int { return cmp.Compare(a.parent.Sequence, b.parent.Sequence) })
 	byTopic := map[string]map[M][]V{}

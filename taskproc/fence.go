@@ -2,23 +2,6 @@ package taskproc
 
 import (
 	"context"
-	"errors"
-)
-
-// ErrFenced is the cause with which a fenced owner gives up the batches it
-// holds: it could not confirm its heartbeat for longer than the expiry, so
-// another process may have expired and revived their tasks.
-var ErrFenced = errors.New("taskproc: fenced: the owner could not confirm its heartbeat in time")
-
-// holdReason is a reason for a loop to claim nothing; each is a bit of
-// Manager.holds.
-type holdReason int32
-
-const (
-	holdUser   holdReason = 1 << iota // SetClaiming(false)
-	holdFenced                        // the owner fenced itself
-	holdPaused                        // the topic is Paused or Draining
-	holdLeader                        // another owner leads the topic (WithLeadership)
 )
 
 // hold sets (on) or clears a reason to claim nothing, and wakes the loop

@@ -216,12 +216,12 @@ func retryable(err error) bool {
 func (k *keeper[Tx]) heartbeatDeadline() time.Time {
 	deadline := time.Now().Add(k.s.heartbeat)
 	if k.s.expiry > 0 {
-		deadline = later(deadline, k.lastSent().Add(k.s.expiry))
+		deadline = laterTime(deadline, k.lastSent().Add(k.s.expiry))
 	}
 	return deadline
 }
 
-func later(a, b time.Time) time.Time {
+func laterTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}

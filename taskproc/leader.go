@@ -31,13 +31,6 @@ func WithLeaderCallback(fn func(ctx context.Context, term taskapi.Term)) TopicOp
 	return func(s *settings) { s.onLead = fn }
 }
 
-// ErrTermLost is the cause with which a batch polled under a term of
-// leadership is given up when the term is lost (a renewal failed or came
-// too late, or the owner fenced itself): its context ends, its tasks go back
-// to Ready, and a later settlement is refused, so that nothing of the term
-// runs on while another process leads.
-var ErrTermLost = errors.New("taskproc: the term of leadership the batch was polled under was lost")
-
 // leadership is a Manager's part in the election of its topic's leader.
 type leadership[Tx any] struct {
 	m   *Manager[Tx]
@@ -53,7 +46,7 @@ type leadership[Tx any] struct {
 // startLeadership holds the Manager's polls until it leads, and runs the
 // election until the run's batches are settled; the returned channel is
 // closed when it has conceded.
-func (m *Manager[Tx]) startLeadership(r *run) (<-chan struct{}, error) {
+func (m *Manager[Tx]) startLeadership(r *managerRun) (<-chan struct{}, error) {
 	if _, ok := any(m.repository()).(taskapi.Leader[Tx]); !ok {
 		return nil, fmt.Errorf("taskproc: leadership of %q: the repository issues no terms: %w", m.topic, taskapi.ErrInvalidArgument)
 	}
@@ -99,7 +92,7 @@ func (m *Manager[Tx]) loseTerm(cause error) {
 // run takes part in the election every third of the term until the run's
 // batches are settled, then concedes. The rounds do not end with the run's
 // context: a stopping Manager keeps its term while its batches finish.
-func (l *leadership[Tx]) run(r *run) {
+func (l *leadership[Tx]) run(r *managerRun) {
 	ticker := time.NewTicker(l.ttl / 3)
 	defer ticker.Stop()
 	ctx := context.WithoutCancel(r.ctx)
@@ -227,26 +220,4 @@ func (l *leadership[Tx]) concede(leader taskapi.Leader[Tx], term taskapi.Term) {
 	if err := l.m.own.run(ctx, func(ctx context.Context, tx Tx) error { return leader.Concede(ctx, tx, term) }); err != nil {
 		l.m.s.logger.Warn("taskproc: concede a term", "topic", l.m.topic, "term", term.Number, "err", err)
 	}
-}
-
-// hold ends the transaction of a settlement of a batch polled under a term
-// of leadership (WithLeadership): it commits only while the term is
-// current in the database, checked last, in its own SQL, which holds off
-// the next term until it has ended (taskapi.Leader's Hold). A term that
-// is over refuses the settlement, whatever the local timers say: a leader
-// stopped, slowed or misled by a clock never settles after another
-// process leads. Nothing to do for a batch polled under no term.
-func (s *batchSettler[Tx]) hold(ctx context.Context, tx Tx, b *Batch, o *outcome) error {
-	if b.term.Number == 0 {
-		return nil
-	}
-	leader, ok := s.repo.(taskapi.Leader[Tx])
-	if !ok {
-		return nil // the repository issued the term: it is a Leader
-	}
-	current, err := leader.Hold(ctx, tx, b.term)
-	if err == nil && !current {
-		o.termLost, err = true, fmt.Errorf("%w: term %d of %q is over in the database", ErrTermLost, b.term.Number, b.topic)
-	}
-	return err
 }

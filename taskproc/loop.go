@@ -17,7 +17,7 @@ const firstBackoff = 10 * time.Millisecond
 // loop is a poll loop of r, woken through wake; it returns when Stop
 // begins, or dies of a panic of the limiter (EventFatal). c is its crew
 // for a per-task handler, nil for any other.
-func (m *Manager[Tx]) loop(r *run, wake chan struct{}, c *crew) {
+func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew) {
 	defer func() {
 		var fatal error
 		if p := recover(); p != nil {
@@ -66,7 +66,7 @@ func (m *Manager[Tx]) held() bool {
 // counts the loops in between, so that Drained never reports a loop that
 // may still claim. With a crew (c), the loop first waits for room in it,
 // and polls no more tasks than that.
-func (m *Manager[Tx]) once(r *run, wake chan struct{}, c *crew) error {
+func (m *Manager[Tx]) once(r *managerRun, wake chan struct{}, c *crew) error {
 	size := m.s.size
 	if c != nil {
 		room := c.await(r.loopCtx.Done())
@@ -138,7 +138,7 @@ func (m *Manager[Tx]) stillClaiming(term taskapi.Term) error {
 
 // handOver hands a polled batch to the handler, or waits the pause when
 // the poll found nothing (b is nil).
-func (m *Manager[Tx]) handOver(r *run, wake chan struct{}, b *Batch, slot func()) {
+func (m *Manager[Tx]) handOver(r *managerRun, wake chan struct{}, b *Batch, slot func()) {
 	if b == nil {
 		slot()
 		m.s.notify(Event{Kind: EventEmpty, Topic: m.topic})
@@ -150,7 +150,7 @@ func (m *Manager[Tx]) handOver(r *run, wake chan struct{}, b *Batch, slot func()
 
 // wait waits d (for ever when d is zero) or until the loop is woken
 // through wake or stopped.
-func (m *Manager[Tx]) wait(r *run, wake chan struct{}, d time.Duration) {
+func (m *Manager[Tx]) wait(r *managerRun, wake chan struct{}, d time.Duration) {
 	var timeout <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -223,7 +223,7 @@ func (m *Manager[Tx]) poll(ctx context.Context, term taskapi.Term, size int) ([]
 // newBatch makes a batch of tasks polled under term that holds slot until
 // it is settled, and room in c, the loop's crew, if it has one, until its
 // handler gives it to c.
-func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func(), term taskapi.Term, c *crew) *Batch {
+func (m *Manager[Tx]) newBatch(r *managerRun, tasks []taskapi.Task, slot func(), term taskapi.Term, c *crew) *Batch {
 	writes, stopWrites := context.WithCancelCause(context.WithoutCancel(r.ctx))
 	ctx, cancel := context.WithCancelCause(writes)
 	b := &Batch{topic: m.topic, tasks: tasks, polled: time.Now(), ctx: ctx, cancel: cancel,
@@ -244,7 +244,7 @@ func (m *Manager[Tx]) newBatch(r *run, tasks []taskapi.Task, slot func(), term t
 // per-task handler (b has a crew), on a goroutine of its own, so that the
 // loop polls for the crew's free workers meanwhile; unless Stop began
 // meanwhile (then b goes back at once).
-func (m *Manager[Tx]) dispatch(r *run, b *Batch) {
+func (m *Manager[Tx]) dispatch(r *managerRun, b *Batch) {
 	if r.loopCtx.Err() != nil {
 		b.revoke(errStopped)
 		return

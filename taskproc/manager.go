@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -49,7 +50,7 @@ type Manager[Tx any] struct {
 	clock      *clockOffset                   // the Client's, or the Manager's own
 	lead       atomic.Pointer[leadership[Tx]] // the election, with WithLeadership
 	schedules  []schedule
-	group      *settleGroup // the grouped completions (see group.go)
+	group      *settleGroup // the grouped completions (see settle_group.go)
 	handedOver atomic.Int64 // the tasks of the settlements handed over and not written (see handOver)
 	unsure     atomic.Bool  // a poll failed and may have claimed tasks all the same (see tidy)
 	claiming   atomic.Int32 // loops between their last check of the holds and the registration of their batch
@@ -59,7 +60,7 @@ type Manager[Tx any] struct {
 	polling sync.RWMutex
 
 	mu        sync.Mutex
-	run       *run // the current run; nil while stopped
+	run       *managerRun // the current run; nil while stopped
 	changed   chan struct{}
 	abandoned []taskapi.Task // tasks given up when the owner fenced itself, or whose settlement could not be written: given back as Ready later
 }
@@ -67,8 +68,8 @@ type Manager[Tx any] struct {
 // repoBox holds a Repository for atomic.Pointer.
 type repoBox[Tx any] struct{ repo Repository[Tx] }
 
-// run is one Start to Stop of a Manager.
-type run struct {
+// managerRun is one Start to Stop of a Manager.
+type managerRun struct {
 	ctx        context.Context    // values of Start's context; ends when Stop gives up
 	cancel     context.CancelFunc // hard stop: a poll in progress gives up
 	loopCtx    context.Context    // ends when Stop begins: no more waiting or polling
@@ -169,7 +170,7 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 			return fmt.Errorf("taskproc: start the handler of %q: %w", m.topic, err)
 		}
 	}
-	r := &run{batches: map[*Batch]struct{}{}, stopped: make(chan struct{}), loops: m.s.pollers, unelect: make(chan struct{})}
+	r := &managerRun{batches: map[*Batch]struct{}{}, stopped: make(chan struct{}), loops: m.s.pollers, unelect: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.loopCtx, r.loopCancel = context.WithCancel(r.ctx)
 	r.hurry, r.hurryUp = context.WithCancel(context.Background())
@@ -197,7 +198,7 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 
 // crewFor returns a crew of r for a loop of a per-task handler, nil for
 // any other handler: the loop then hands its batches over on itself.
-func (m *Manager[Tx]) crewFor(r *run) *crew {
+func (m *Manager[Tx]) crewFor(r *managerRun) *crew {
 	h, ok := m.handler.(perTaskHandler)
 	if !ok {
 		return nil
@@ -271,13 +272,13 @@ func (m *Manager[Tx]) Stop(ctx context.Context) error {
 	}
 	<-r.stopped
 	if r.interrupted && ctx.Err() != nil {
-		return join([]error{r.stopErr, ctx.Err()})
+		return joinErrors([]error{r.stopErr, ctx.Err()})
 	}
 	return r.stopErr
 }
 
 // shutdown runs the stages of a stop and ends the run.
-func (m *Manager[Tx]) shutdown(r *run) {
+func (m *Manager[Tx]) shutdown(r *managerRun) {
 	r.stopAfter()
 	r.loopCancel()
 	var errs []error
@@ -296,14 +297,14 @@ func (m *Manager[Tx]) shutdown(r *run) {
 	r.cancel()
 	r.hurryUp()
 	m.mu.Lock()
-	r.stopErr = join(errs)
+	r.stopErr = joinErrors(errs)
 	m.run = nil
 	close(r.stopped)
 	m.mu.Unlock()
 }
 
-// join returns nil for no errors, the error itself for one, else errors.Join.
-func join(errs []error) error {
+// joinErrors returns nil for no errors, the error itself for one, else errors.Join.
+func joinErrors(errs []error) error {
 	errs = slices.DeleteFunc(errs, func(err error) bool { return err == nil })
 	if len(errs) == 1 {
 		return errs[0]
@@ -318,7 +319,7 @@ func join(errs []error) error {
 // tasks of a settlement stuck in a caller's completion function that
 // ignores its context are given back behind its back (whatever it writes
 // later then finds them taken). Then it waits, briefly, for the loops.
-func (m *Manager[Tx]) interrupt(r *run) {
+func (m *Manager[Tx]) interrupt(r *managerRun) {
 	m.update(func() { r.interrupted = true })
 	for _, b := range m.inFlightOf(r) {
 		b.cancel(errStopped)
@@ -347,7 +348,7 @@ func (m *Manager[Tx]) waitGrace(cond func() bool) {
 }
 
 // inFlightOf returns the unsettled batches of r.
-func (m *Manager[Tx]) inFlightOf(r *run) []*Batch {
+func (m *Manager[Tx]) inFlightOf(r *managerRun) []*Batch {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Collect(maps.Keys(r.batches))
@@ -427,4 +428,49 @@ func registered[Tx any](ctx context.Context, transact Transact[Tx], repo Reposit
 	}
 	slices.Sort(missing)
 	return fmt.Errorf("not registered, so its loop would wait for ever (Initialize it first): topic %s: %w", strings.Join(missing, ", "), taskapi.ErrUnknownTopic)
+}
+
+// dbNow returns the database's clock as estimated from the process's.
+func (m *Manager[Tx]) dbNow() time.Time { return time.Now().Add(m.clock.get()) }
+
+// now returns the runtime's clock: the one given with WithClock, else the
+// database's as estimated.
+func (m *Manager[Tx]) now() time.Time {
+	if m.s.now != nil {
+		return m.s.now()
+	}
+	return m.dbNow()
+}
+
+// waitUntil waits until the runtime's clock reads t or later, or ctx ends.
+// A clock given with WithClock is read again every clockTick, so that a
+// test that moves it sees the wait end at once.
+func (m *Manager[Tx]) waitUntil(ctx context.Context, t time.Time) error {
+	if m.s.now == nil {
+		return sleep(ctx, max(t.Sub(m.now()), 0))
+	}
+	for m.now().Before(t) {
+		if err := sleep(ctx, clockTick); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// holdReason is a reason for a loop to claim nothing; each is a bit of
+// Manager.holds.
+type holdReason int32
+
+const (
+	holdUser   holdReason = 1 << iota // SetClaiming(false)
+	holdFenced                        // the owner fenced itself
+	holdPaused                        // the topic is Paused or Draining
+	holdLeader                        // another owner leads the topic (WithLeadership)
+)
+
+// demandOf returns what the handler of m holds at once: per batch, times
+// the loops that each run a batch.
+func demandOf[Tx any](m *Manager[Tx]) demand {
+	n, what := holdsOf(m.handler)
+	return demand{topic: m.topic, what: what, conns: n * m.s.pollers}
 }

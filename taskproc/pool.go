@@ -57,13 +57,6 @@ type demand struct {
 	conns int
 }
 
-// demandOf returns what the handler of m holds at once: per batch, times
-// the loops that each run a batch.
-func demandOf[Tx any](m *Manager[Tx]) demand {
-	n, what := holdsOf(m.handler)
-	return demand{topic: m.topic, what: what, conns: n * m.s.pollers}
-}
-
 // fitPool checks the demands of handlers against size, the pool's, and
 // returns an ErrInvalidArgument that names the numbers when they do not
 // fit beside the reserve.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/adhocore/gronx"
-
 	"github.com/taskrepo/taskrepo/internal/check"
 	"github.com/taskrepo/taskrepo/taskapi"
 )
@@ -178,4 +177,10 @@ func duePeriods(p periods, mark, now time.Time, catchUp int) ([]time.Time, error
 		list = append([]time.Time{prev}, list...)
 	}
 	return list, nil
+}
+
+// schedule is a Schedule that a Manager runs.
+type schedule struct {
+	Schedule
+	periods periods
 }

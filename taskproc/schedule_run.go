@@ -11,16 +11,10 @@ import (
 // tries again.
 const scheduleRetry = time.Second
 
-// schedule is a Schedule that a Manager runs.
-type schedule struct {
-	Schedule
-	periods periods
-}
-
 // runSchedule pushes the periods of s until r's loops stop: the periods
 // due now, then again when the next period begins on the runtime's clock
 // (see waitUntil), or scheduleRetry after a failed push.
-func (m *Manager[Tx]) runSchedule(r *run, s schedule) {
+func (m *Manager[Tx]) runSchedule(r *managerRun, s schedule) {
 	defer m.update(func() { r.schedules-- })
 	for r.loopCtx.Err() == nil {
 		err := m.pushPeriods(r.loopCtx, s)

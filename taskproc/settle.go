@@ -54,12 +54,6 @@ func (m *Manager[Tx]) cleanupTime() time.Duration {
 	return min(cleanupTimeout, max(m.s.grace, time.Second))
 }
 
-// noDecision is the output of a task that its completion did not decide.
-const noDecision = "taskproc: no decision for the task"
-
-// zeroDecision is the output of a task decided by the zero Decision.
-const zeroDecision = "taskproc: the handler returned the zero Decision, which is FAILURE without an output; a task that succeeded needs Result: taskapi.Success"
-
 // errLost is the error of a settlement that found every task of its batch
 // taken by another owner (expired and revived meanwhile, say): it wrote
 // nothing.
@@ -69,7 +63,7 @@ var errLost = errors.New("taskproc: every task of the batch was taken by another
 // repository that polled them.
 type batchSettler[Tx any] struct {
 	m    *Manager[Tx]
-	r    *run
+	r    *managerRun
 	repo Repository[Tx]
 	slot func()
 }
@@ -122,9 +116,9 @@ func (s *batchSettler[Tx]) write(b *Batch, how settlement) error {
 		case refusedSettlement: // a failure or a release the database refuses: give the tasks back
 			s.m.s.logger.Error("taskproc: the database refused a settlement", "topic", b.topic, "err", v.o.err)
 			return s.lose(b, live, fmt.Errorf("taskproc: settle a batch of %q: %w", b.topic, v.o.err))
-		case unknown: // the database could not tell: given up
+		case commitUnknown: // the database could not tell: given up
 			return s.lose(b, live, v.err)
-		case taken:
+		case allTaken:
 			s.m.cancelledAmong(b, v.stale)
 			if len(b.withoutCancelled(live)) == 0 {
 				return s.cancelledAll(b, how)
@@ -171,8 +165,8 @@ const (
 	refusedCompletion                // the completion function or the database refused its decisions
 	refusedSettlement                // the database refused a failure or a release
 	partlyTaken                      // some tasks are another owner's now: try again without them
-	taken                            // every task is another owner's now: nothing written
-	unknown                          // the database could not tell whether it committed
+	allTaken                         // every task is another owner's now: nothing written
+	commitUnknown                    // the database could not tell whether it committed
 	termOver                         // the term the batch was polled under is over: the batch is given up
 )
 
@@ -209,16 +203,16 @@ func (s *batchSettler[Tx]) try(b *Batch, how settlement, live []taskapi.Task) tr
 		if held := without(live, stale); len(held) > 0 {
 			return tried{verdict: partlyTaken, o: o, held: held, stale: stale}
 		}
-		return tried{verdict: taken, o: o, stale: stale}
+		return tried{verdict: allTaken, o: o, stale: stale}
 	}
 	done, held, err := s.settled(ctx, b, how, live, o)
 	switch {
 	case err != nil:
-		return tried{verdict: unknown, o: o, err: err}
+		return tried{verdict: commitUnknown, o: o, err: err}
 	case done:
 		return tried{verdict: committed, o: o}
 	case len(held) == 0:
-		return tried{verdict: taken, o: o}
+		return tried{verdict: allTaken, o: o}
 	}
 	return tried{verdict: notCommitted, o: o, held: held}
 }
@@ -279,14 +273,14 @@ func (s *batchSettler[Tx]) lockFor(b *Batch, how settlement, live []taskapi.Task
 //
 // The attempt is bounded (see bound.go): as a whole, or, when it runs a
 // completion function that takes the transaction, but for the function's
-// own run, or, in a group (see group.go), but for its wait there.
+// own run, or, in a group (see settle_group.go), but for its wait there.
 func (s *batchSettler[Tx]) attempt(ctx context.Context, b *Batch, how settlement, live []taskapi.Task) outcome {
 	alone := alone(b, how, live)
 	if alone {
 		ctx = taskapi.SingleStatement(ctx)
 	}
 	var o outcome
-	if alone && how.intent == toComplete { // bounded as it is written (see group.go)
+	if alone && how.intent == toComplete { // bounded as it is written (see settle_group.go)
 		o.err = s.completeGrouped(ctx, b, how.completion, live, &o)
 		o.wrote = o.err == nil || o.fnErr == nil && !o.refused && !errors.Is(o.err, errUnsent)
 		return classified(ctx, o)
@@ -451,3 +445,33 @@ func staleOf(err error) []int64 {
 	}
 	return nil
 }
+
+// backoff returns the Manager's backoff between the attempts of a
+// settlement: from retryBackoff, doubling, up to the pause.
+func (m *Manager[Tx]) backoff() *backoff { return &backoff{bound: retryBackoff, limit: m.s.pause} }
+
+// hold ends the transaction of a settlement of a batch polled under a term
+// of leadership (WithLeadership): it commits only while the term is
+// current in the database, checked last, in its own SQL, which holds off
+// the next term until it has ended (taskapi.Leader's Hold). A term that
+// is over refuses the settlement, whatever the local timers say: a leader
+// stopped, slowed or misled by a clock never settles after another
+// process leads. Nothing to do for a batch polled under no term.
+func (s *batchSettler[Tx]) hold(ctx context.Context, tx Tx, b *Batch, o *outcome) error {
+	if b.term.Number == 0 {
+		return nil
+	}
+	leader, ok := s.repo.(taskapi.Leader[Tx])
+	if !ok {
+		return nil // the repository issued the term: it is a Leader
+	}
+	current, err := leader.Hold(ctx, tx, b.term)
+	if err == nil && !current {
+		o.termLost, err = true, fmt.Errorf("%w: term %d of %q is over in the database", ErrTermLost, b.term.Number, b.topic)
+	}
+	return err
+}
+
+// errUnsent is the error of a completion that left its group before the
+// group's statement was sent: it wrote nothing.
+var errUnsent = errors.New("taskproc: the completion left its group unsent")

@@ -14,7 +14,7 @@ import (
 // and which of live this owner still holds, reading back until the
 // database answers (or, once the batch is given up, for a short while). A
 // conflict is known not to have committed, and so is a completion that
-// left its group unsent (see group.go). It waits with backoff between
+// left its group unsent (see settle_group.go). It waits with backoff between
 // reads.
 func (s *batchSettler[Tx]) settled(ctx context.Context, b *Batch, how settlement, live []taskapi.Task, o outcome) (committed bool, held []taskapi.Task, err error) {
 	if errors.Is(o.err, taskapi.ErrConflict) && !errors.Is(o.err, taskapi.ErrUnavailable) || errors.Is(o.err, errUnsent) {
@@ -48,7 +48,7 @@ func (s *batchSettler[Tx]) settled(ctx context.Context, b *Batch, how settlement
 // tasks Ready again went through or another owner took them, and either way
 // they are not this owner's.
 func (s *batchSettler[Tx]) readBack(ctx context.Context, how settlement, live []taskapi.Task, o outcome) (bool, []taskapi.Task, error) {
-	lo, hi := span(live)
+	lo, hi := sequenceSpan(live)
 	owned, err := s.m.ownActive(ctx, s.repo, taskapi.Range{From: lo, To: hi})
 	if err != nil {
 		return false, nil, err
@@ -74,13 +74,4 @@ func (s *batchSettler[Tx]) readBack(ctx context.Context, how settlement, live []
 func (s *batchSettler[Tx]) retrying(b *Batch, live []taskapi.Task, err error, wait time.Duration) {
 	s.m.stats.retried.Add(1)
 	s.m.s.notify(Event{Kind: EventSettleRetried, Topic: b.topic, Tasks: live, Err: err, Duration: wait})
-}
-
-// span returns the lowest and highest sequence of tasks.
-func span(tasks []taskapi.Task) (lo, hi int64) {
-	lo, hi = tasks[0].Sequence, tasks[0].Sequence
-	for _, t := range tasks[1:] {
-		lo, hi = min(lo, t.Sequence), max(hi, t.Sequence)
-	}
-	return lo, hi
 }

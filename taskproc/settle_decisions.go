@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -82,26 +81,8 @@ func failures(tasks []taskapi.Task, cause error) []taskapi.Completion {
 	return completions
 }
 
-// without returns tasks but those with the given sequences.
-func without(tasks []taskapi.Task, sequences []int64) []taskapi.Task {
-	return slices.DeleteFunc(slices.Clone(tasks), func(t taskapi.Task) bool { return slices.Contains(sequences, t.Sequence) })
-}
+// noDecision is the output of a task that its completion did not decide.
+const noDecision = "taskproc: no decision for the task"
 
-// sequences returns the sequences of tasks, ascending.
-func sequences(tasks []taskapi.Task) []int64 {
-	out := make([]int64, len(tasks))
-	for i, t := range tasks {
-		out[i] = t.Sequence
-	}
-	slices.Sort(out)
-	return out
-}
-
-// joinSequences lists sequences for a message.
-func joinSequences(sequences []int64) string {
-	parts := make([]string, len(sequences))
-	for i, s := range sequences {
-		parts[i] = strconv.FormatInt(s, 10)
-	}
-	return strings.Join(parts, ", ")
-}
+// zeroDecision is the output of a task decided by the zero Decision.
+const zeroDecision = "taskproc: the handler returned the zero Decision, which is FAILURE without an output; a task that succeeded needs Result: taskapi.Success"

@@ -29,10 +29,6 @@ import (
 // own answer is its own; when the database fails, each batch reads back
 // what it wrote, as after any failure (see settle.go).
 
-// errUnsent is the error of a completion that left its group before the
-// group's statement was sent: it wrote nothing.
-var errUnsent = errors.New("taskproc: the completion left its group unsent")
-
 // maxGathered is the most tasks a group's statement completes.
 const maxGathered = 1000
 
