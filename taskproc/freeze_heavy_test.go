@@ -78,6 +78,7 @@ func mysqlFreezeRig() *freezeRig[taskansi.DB] {
 		if err != nil {
 			t.Fatal(err)
 		}
+		keepWarm(proxied)
 		t.Cleanup(func() { proxied.Close() })
 		return direct, proxied, proxy
 	})

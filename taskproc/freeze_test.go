@@ -70,6 +70,7 @@ func ansiPostgresFreezeRig() *freezeRig[taskansi.DB] {
 		}
 		cfg.RuntimeParams["search_path"] = ""
 		db := stdlib.OpenDB(*cfg)
+		keepWarm(db)
 		t.Cleanup(func() { db.Close() })
 		return db
 	}
@@ -83,6 +84,17 @@ func ansiPostgresFreezeRig() *freezeRig[taskansi.DB] {
 		return open(t, dbURL), open(t, proxied), proxy
 	})
 }
+
+// keepWarm keeps up to freezeIdle connections of db open between uses,
+// as a service's pool would: database/sql keeps two by default, so that a
+// heartbeat after a burst had to connect anew, and on a machine under load
+// connecting took longer than the heartbeat's deadline (half the expiry):
+// the owner fenced for want of a connection, not for the frozen one.
+func keepWarm(db *sql.DB) { db.SetMaxIdleConns(freezeIdle) }
+
+// freezeIdle is how many idle connections the freeze tests' taskansi
+// pools keep: more than a Client of one topic uses at once.
+const freezeIdle = 8
 
 // ansiFreezeRig is taskansi of dialect on the databases open returns.
 func ansiFreezeRig(dialect taskansi.Dialect, opts *sql.TxOptions, effect, param string, open func(t *testing.T) (*sql.DB, *sql.DB, *netproxy.Proxy)) *freezeRig[taskansi.DB] {
