@@ -28,6 +28,20 @@ func openSQLite(ctx context.Context, dir string) *sql.DB {
 	return db
 }
 
+// exampleRepo opens a migrated SQLite database in dir and returns it with
+// a repository of owner whose topic is initialized.
+func exampleRepo(ctx context.Context, dir, owner, topic string) (*sql.DB, *taskansi.Repository) {
+	db := openSQLite(ctx, dir)
+	repo, err := taskansi.New(taskansi.SQLite, owner)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := repo.Initialize(ctx, db, topic); err != nil {
+		log.Fatal(err)
+	}
+	return db, repo
+}
+
 // A producer pushes tasks inside its own transaction on an embedded SQLite
 // database; a consumer polls them and completes them; an operator counts.
 func Example() {
@@ -37,16 +51,9 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db := openSQLite(ctx, dir)
+	db, repo := exampleRepo(ctx, dir, "worker-1", "mail")
 	defer db.Close()
-	repo, err := taskansi.New(taskansi.SQLite, "worker-1")
-	if err != nil {
-		log.Fatal(err)
-	}
 	if _, err := repo.Register(ctx, db); err != nil {
-		log.Fatal(err)
-	}
-	if _, err := repo.Initialize(ctx, db, "mail"); err != nil {
 		log.Fatal(err)
 	}
 
@@ -100,15 +107,8 @@ func ExampleRepository_Cancel() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	db := openSQLite(ctx, dir)
+	db, repo := exampleRepo(ctx, dir, "operator", "reports")
 	defer db.Close()
-	repo, err := taskansi.New(taskansi.SQLite, "operator")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if _, err := repo.Initialize(ctx, db, "reports"); err != nil {
-		log.Fatal(err)
-	}
 	tasks, err := repo.Push(ctx, db, "reports", taskapi.Append,
 		taskapi.Creation{Identifier: "tenant-1/daily"},
 		taskapi.Creation{Identifier: "tenant-2/daily"})

@@ -44,6 +44,17 @@ func stop(client interface{ Stop(context.Context) error }) {
 	}
 }
 
+// runUntil starts client, waits for n values on done, and stops it.
+func runUntil(client *taskproc.Client[taskansi.DB], done <-chan struct{}, n int) {
+	if err := client.Start(context.Background()); err != nil {
+		log.Fatal(err)
+	}
+	for range n {
+		<-done
+	}
+	stop(client)
+}
+
 // Buffered lets the loop poll the next batch while workers still run the
 // last ones: here up to four batches wait in the buffer for two workers.
 // When the Manager stops, the batches left in the buffer go back to Ready
@@ -73,13 +84,7 @@ func ExampleBuffered() {
 	for _, id := range []string{"a.png", "b.png", "c.png", "d.png", "e.png", "f.png"} {
 		_, _ = repo.Push(ctx, db, "images", taskapi.Append, taskapi.Creation{Identifier: id})
 	}
-	if err := client.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	for range 6 {
-		<-done
-	}
-	stop(client)
+	runUntil(client, done, 6)
 	slices.Sort(resized) // the workers ran side by side, in any order
 	fmt.Println(resized)
 	// Output:
@@ -123,13 +128,7 @@ func ExampleNewBoundedLimiter() {
 			_, _ = repo.Push(ctx, db, topic, taskapi.Append, taskapi.Creation{Identifier: fmt.Sprint(topic, i)})
 		}
 	}
-	if err := client.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	for range 8 {
-		<-done
-	}
-	stop(client)
+	runUntil(client, done, 8)
 	fmt.Println("batches at once, at most:", most.Load())
 	// Output:
 	// batches at once, at most: 1
