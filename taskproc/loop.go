@@ -16,8 +16,10 @@ const firstBackoff = 10 * time.Millisecond
 
 // loop is a poll loop of r, woken through wake; it returns when Stop
 // begins, or dies of a panic of the limiter (EventFatal). c is its crew
-// for a per-task handler, nil for any other.
-func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew) {
+// for a per-task handler, nil for any other. A surge loop (see surges)
+// polls only while the handler waits for batches that full polls bring:
+// it waits for wake, which the other loops signal then.
+func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew, surge bool) {
 	defer func() {
 		var fatal error
 		if p := recover(); p != nil {
@@ -26,7 +28,13 @@ func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew) {
 		if fatal != nil { // told before the loop counts out: who sees it inactive can read why
 			m.s.notify(Event{Kind: EventFatal, Topic: m.topic, Err: fatal})
 		}
-		m.update(func() { r.loops-- })
+		m.update(func() {
+			if surge {
+				r.surges--
+			} else {
+				r.loops--
+			}
+		})
 	}()
 	var backoff time.Duration
 	for r.loopCtx.Err() == nil {
@@ -34,7 +42,7 @@ func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew) {
 			m.wait(r, wake, 0)
 			continue
 		}
-		switch err := m.once(r, wake, c); {
+		switch got, err := m.once(r, c); {
 		case errors.Is(err, ErrQueueFull):
 			m.wait(r, wake, m.s.pause)
 		case err != nil:
@@ -43,9 +51,43 @@ func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew) {
 			m.wait(r, wake, backoff)
 		default:
 			backoff = 0
+			m.after(r, wake, got, surge)
 		}
 	}
 }
+
+// after waits as a loop's turn that came to got calls for: an empty poll
+// waits the pause (or a deferred task's due time); a full one, while the
+// handler's workers wait for batches, has the surge loop, if any, poll
+// beside; a surge loop waits for the next surge unless that holds for its
+// own poll.
+func (m *Manager[Tx]) after(r *managerRun, wake chan struct{}, got turn, surge bool) {
+	if got == polledNone {
+		m.s.notify(Event{Kind: EventEmpty, Topic: m.topic})
+	}
+	backlog := got == polledFull && m.starved()
+	switch {
+	case surge && !backlog:
+		m.wait(r, wake, 0)
+	case got == polledNone:
+		m.wait(r, wake, m.due.wait(m.dbNow(), m.s.pause))
+	case !surge && backlog && r.surge != nil:
+		select {
+		case r.surge <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// turn is what a loop's turn came to.
+type turn int
+
+const (
+	polledNot  turn = iota // no poll: stopping, held, or no room in the crew
+	polledNone             // a poll that found nothing
+	polledSome             // a poll that found fewer tasks than it asked for
+	polledFull             // a poll that found as many as it asked for
+)
 
 // errHeld is why a batch is given back unrun when the loop that polled it
 // was held (a pause, a drain, SetClaiming(false)) while it polled.
@@ -58,20 +100,20 @@ func (m *Manager[Tx]) held() bool {
 	return m.holds.Load() != 0 || (m.s.alive != nil && !m.s.alive())
 }
 
-// once acquires a slot, polls a batch and hands it over. Stopping is no
-// error: the loop's condition sees it. Whether the loop may claim is
+// once acquires a slot, polls a batch and hands it over, and says what
+// the turn came to. Stopping is no error: the loop's condition sees it. Whether the loop may claim is
 // checked again once the slot is held, and once more when the poll
 // returned: a batch polled while the topic stopped claiming (paused,
 // drained, its term lost, its owner fenced) is given back unrun. claiming
 // counts the loops in between, so that Drained never reports a loop that
 // may still claim. With a crew (c), the loop first waits for room in it,
 // and polls no more tasks than that.
-func (m *Manager[Tx]) once(r *managerRun, wake chan struct{}, c *crew) error {
+func (m *Manager[Tx]) once(r *managerRun, c *crew) (turn, error) {
 	size := m.s.size
 	if c != nil {
 		room := c.await(r.loopCtx.Done())
 		if room == 0 {
-			return nil // stopping
+			return polledNot, nil // stopping
 		}
 		size = min(size, room)
 	}
@@ -81,11 +123,11 @@ func (m *Manager[Tx]) once(r *managerRun, wake chan struct{}, c *crew) error {
 		if err == nil {
 			slot()
 		}
-		return nil
+		return polledNot, nil
 	case errors.Is(err, ErrQueueFull):
-		return err
+		return polledNot, err
 	case err != nil:
-		return fmt.Errorf("limiter: %w", err)
+		return polledNot, fmt.Errorf("limiter: %w", err)
 	}
 	m.tidy(r.ctx)
 	m.claiming.Add(1)
@@ -94,7 +136,7 @@ func (m *Manager[Tx]) once(r *managerRun, wake chan struct{}, c *crew) error {
 	term, ok := m.term()
 	if m.held() || !ok {
 		slot()
-		return nil
+		return polledNot, nil
 	}
 	m.polling.RLock()
 	tasks, err := m.poll(r.ctx, term, size)
@@ -107,19 +149,24 @@ func (m *Manager[Tx]) once(r *managerRun, wake chan struct{}, c *crew) error {
 		m.pollFailed()
 		slot()
 		if r.loopCtx.Err() != nil {
-			return nil // the poll was cut short by Stop
+			return polledNot, nil // the poll was cut short by Stop
 		}
-		return err
+		return polledNot, err
 	}
-	if b != nil {
-		if cause := m.stillClaiming(term); cause != nil {
-			b.revoke(cause)
-			return nil
-		}
+	if b == nil {
+		slot()
+		return polledNone, nil
+	}
+	if cause := m.stillClaiming(term); cause != nil {
+		b.revoke(cause)
+		return polledNot, nil
 	}
 	claimed() // not while the handler runs or the loop waits: the batch counts in flight now
-	m.handOver(r, wake, b, slot)
-	return nil
+	m.dispatch(r, b)
+	if len(tasks) < size {
+		return polledSome, nil
+	}
+	return polledFull, nil
 }
 
 // stillClaiming returns why a batch polled under term may not run, nil
@@ -134,18 +181,6 @@ func (m *Manager[Tx]) stillClaiming(term taskapi.Term) error {
 		return errHeld
 	}
 	return nil
-}
-
-// handOver hands a polled batch to the handler, or waits the pause when
-// the poll found nothing (b is nil).
-func (m *Manager[Tx]) handOver(r *managerRun, wake chan struct{}, b *Batch, slot func()) {
-	if b == nil {
-		slot()
-		m.s.notify(Event{Kind: EventEmpty, Topic: m.topic})
-		m.wait(r, wake, m.due.wait(m.dbNow(), m.s.pause))
-		return
-	}
-	m.dispatch(r, b)
 }
 
 // wait waits d (for ever when d is zero) or until the loop is woken

@@ -80,13 +80,15 @@ type managerRun struct {
 	hurry   context.Context
 	hurryUp context.CancelFunc
 	wakes   []chan struct{} // one per loop, each holding one wake-up
+	surge   chan struct{}   // wakes the surge loop (see surges); nil without one
 	elected <-chan struct{} // closed when the leadership has conceded; nil without one
 	// unelect is closed once the run's batches are settled: the leadership
 	// concedes then, not before, so that no other process leads while a
 	// batch of this one's term still runs.
 	unelect chan struct{}
 	// Under the Manager's mu:
-	loops       int // loop goroutines that have not returned
+	loops       int // loop goroutines that have not returned, but the surge loop
+	surges      int // the surge loop, until it returned
 	schedules   int // schedule goroutines that have not returned
 	inHandler   int // loop goroutines inside the handler
 	handlers    int // goroutines of a per-task handler off the loops, and its crews' workers (see crew.go)
@@ -187,13 +189,39 @@ func (m *Manager[Tx]) Start(ctx context.Context) error {
 	for range m.s.pollers {
 		wake := make(chan struct{}, 1)
 		r.wakes = append(r.wakes, wake)
-		go m.loop(r, wake, m.crewFor(r))
+		go m.loop(r, wake, m.crewFor(r), false)
+	}
+	if m.surges() {
+		r.surge, r.surges = make(chan struct{}, 1), 1
+		go m.loop(r, r.surge, nil, true)
 	}
 	r.schedules = len(m.schedules)
 	for _, s := range m.schedules {
 		go m.runSchedule(r, s)
 	}
 	return nil
+}
+
+// surges reports whether m runs a surge loop beside its poll loops: one
+// that polls only while a backlog lasts and the handler's workers wait for
+// batches, that is while one loop's polls are what holds the work back:
+// woken when a loop's poll comes back full with no batch left waiting in
+// the buffer, it polls until its own poll is not full or a batch waits.
+// So two polls are in flight during a burn-down, and one when the topic
+// keeps up or the workers are the bottleneck. Only a Buffered handler
+// gets one: it takes batches from any goroutine and runs them out of
+// order anyway, while a handler called on the loop may count on one call
+// at a time (WithPollers lets it have more).
+func (m *Manager[Tx]) surges() bool {
+	_, ok := m.handler.(*BufferedHandler)
+	return ok
+}
+
+// starved reports whether the handler's workers have taken every batch
+// handed over: a Buffered handler's buffer is empty.
+func (m *Manager[Tx]) starved() bool {
+	h, ok := m.handler.(*BufferedHandler)
+	return ok && h.Depth() == 0
 }
 
 // crewFor returns a crew of r for a loop of a per-task handler, nil for
@@ -287,7 +315,7 @@ func (m *Manager[Tx]) shutdown(r *managerRun) {
 			errs = append(errs, fmt.Errorf("taskproc: stop the handler of %q: %w", m.topic, err))
 		}
 	}
-	if m.waitFor(r.hurry, func() bool { return r.loops == 0 && r.schedules == 0 && r.handlers == 0 && len(r.batches) == 0 }) != nil {
+	if m.waitFor(r.hurry, func() bool { return r.loops+r.surges == 0 && r.schedules == 0 && r.handlers == 0 && len(r.batches) == 0 }) != nil {
 		m.interrupt(r)
 	}
 	close(r.unelect)
@@ -337,7 +365,7 @@ func (m *Manager[Tx]) interrupt(r *managerRun) {
 		cancel()
 	}
 	r.cancel()
-	m.waitGrace(func() bool { return r.loops == r.inHandler && r.schedules == 0 })
+	m.waitGrace(func() bool { return r.loops+r.surges == r.inHandler && r.schedules == 0 })
 }
 
 // waitGrace waits until cond holds, at most the grace.
