@@ -315,7 +315,7 @@ func (m *Manager[Tx]) shutdown(r *managerRun) {
 			errs = append(errs, fmt.Errorf("taskproc: stop the handler of %q: %w", m.topic, err))
 		}
 	}
-	if m.waitFor(r.hurry, func() bool { return r.loops+r.surges == 0 && r.schedules == 0 && r.handlers == 0 && len(r.batches) == 0 }) != nil {
+	if m.waitFor(r.hurry, r.done) != nil {
 		m.interrupt(r)
 	}
 	close(r.unelect)
@@ -329,6 +329,12 @@ func (m *Manager[Tx]) shutdown(r *managerRun) {
 	m.run = nil
 	close(r.stopped)
 	m.mu.Unlock()
+}
+
+// done reports, under the Manager's mu, whether every goroutine of r has
+// returned and every batch is settled.
+func (r *managerRun) done() bool {
+	return r.loops+r.surges == 0 && r.schedules == 0 && r.handlers == 0 && len(r.batches) == 0
 }
 
 // joinErrors returns nil for no errors, the error itself for one, else errors.Join.
