@@ -53,3 +53,15 @@ func TestTaskpgConformance(t *testing.T) {
 	t.Run("Notifier", func(t *testing.T) { listenOnce(t, r, tracedPool(t, r)) })
 	wantDistributedTable(t, r)
 }
+
+// TestTaskpgPushesFromSQL runs the suite's push cases with every push made
+// by the SQL function task_push_many (sqlpush_test.go).
+func TestTaskpgPushesFromSQL(t *testing.T) {
+	t.Parallel()
+	b := pgBackend()
+	b.New = func(owner string) (taskapi.Repository[taskpg.DB], error) {
+		repo, err := taskpg.New(owner)
+		return sqlPusher{repo}, err
+	}
+	conformance.RunPushes(t, b)
+}

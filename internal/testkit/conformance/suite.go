@@ -68,6 +68,16 @@ type Backend[Tx any] struct {
 	Unreachable func(t *testing.T) Tx
 }
 
+// RunPushes runs the cases of pushing against b: Push, Capacity and
+// Deferred. A backend that pushes another way than its repository's Push
+// (the SQL functions of taskpg's schema) runs them, so that the two cannot
+// drift apart.
+func RunPushes[Tx any](t *testing.T, b Backend[Tx]) {
+	t.Run("Push", func(t *testing.T) { testPush(t, b) })
+	t.Run("Capacity", func(t *testing.T) { testCapacity(t, b) })
+	t.Run("Deferred", func(t *testing.T) { testDeferred(t, b) })
+}
+
 // Run runs the whole suite against b.
 func Run[Tx any](t *testing.T, b Backend[Tx]) {
 	t.Run("Push", func(t *testing.T) { testPush(t, b) })
