@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/taskrepo/taskrepo/internal/edge"
+	"github.com/taskrepo/taskrepo/internal/lockkey"
 	"github.com/taskrepo/taskrepo/internal/testkit/conformance"
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
@@ -186,5 +188,41 @@ func TestSQLPushWakesAGoConsumer(t *testing.T) {
 	push(true, `SELECT public.task_push('mail', 'user-7', 'reminder', p_not_before => now() + interval '1 second')`)
 	if got := within(t, handled, "deferred task handled"); got != "user-7:reminder" {
 		t.Fatalf("handled %q, want user-7:reminder", got)
+	}
+}
+
+// TestSQLPushKeysMatchGo checks that task_push takes the locks a Go push
+// takes and notifies its channels: task_push_key against internal/lockkey,
+// task_push_channel against internal/edge, on names of several scripts and
+// a schema long enough to be cut.
+func TestSQLPushKeysMatchGo(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testdb.Postgres(t)
+	longSchema := strings.Repeat("é", 20) + strings.Repeat("s", 30)
+	for _, parts := range [][]string{{"public", "t"}, {"public", "t", "a"}, {"tenants", "commandes", "client-ü-42"},
+		{longSchema, "注文", ""}} {
+		var got int32
+		if err := pool.QueryRow(ctx, `SELECT public.task_push_key($1)`, parts).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		want := lockkey.Topic(parts[0], parts[1])
+		if len(parts) == 3 {
+			want = lockkey.Identifiers(parts[0], parts[1], parts[2:])[0]
+		}
+		if got != want {
+			t.Errorf("task_push_key(%q) = %d, want lockkey's %d", parts, got, want)
+		}
+	}
+	for _, schema := range []string{"public", "tenants", longSchema, strings.Repeat("x", 70)} {
+		for _, base := range []string{edge.TasksBase, edge.DueBase} {
+			var got string
+			if err := pool.QueryRow(ctx, `SELECT public.task_push_channel($1, $2)`, base, schema).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if want := edge.Channel(base, schema); got != want {
+				t.Errorf("task_push_channel(%q, %q) = %q, want %q", base, schema, got, want)
+			}
+		}
 	}
 }

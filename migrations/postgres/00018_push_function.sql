@@ -30,32 +30,30 @@
 -- docs/languages.md is the reference.
 
 -- +goose Up
+-- task_push_hash is FNV-1a (32 bits) of bytes, as Go's hash/fnv.
 -- +goose StatementBegin
-CREATE FUNCTION task_push_hash(p_parts text[]) RETURNS bigint
+CREATE FUNCTION task_push_hash(p_bytes bytea) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    h     bigint := 2166136261;
-    part  text;
-    bytes bytea;
+    h bigint := 2166136261;
 BEGIN
-    -- FNV-1a of each part's UTF-8 bytes, each followed by a zero byte, as
-    -- internal/lockkey hashes the parts of a lock's key.
-    FOREACH part IN ARRAY p_parts LOOP
-        bytes := convert_to(part, 'UTF8') || '\x00'::bytea;
-        FOR i IN 0 .. length(bytes) - 1 LOOP
-            h := ((h # get_byte(bytes, i)) * 16777619) & 4294967295;
-        END LOOP;
+    FOR i IN 0 .. length(p_bytes) - 1 LOOP
+        h := ((h # get_byte(p_bytes, i)) * 16777619) & 4294967295;
     END LOOP;
     RETURN h;
 END
 $$;
 -- +goose StatementEnd
 
--- task_push_key is the second key of taskpg's advisory locks for parts.
+-- task_push_key is the second key of taskpg's advisory locks for parts
+-- (internal/lockkey): the hash of each part's UTF-8 bytes followed by a
+-- zero byte, as a signed integer.
 -- +goose StatementBegin
 CREATE FUNCTION task_push_key(p_parts text[]) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT SET search_path FROM CURRENT AS $$
-    SELECT (h - CASE WHEN h >= 2147483648 THEN 4294967296 ELSE 0 END)::integer FROM task_push_hash(p_parts) AS h
+    SELECT (h - CASE WHEN h >= 2147483648 THEN 4294967296 ELSE 0 END)::integer
+    FROM task_push_hash((SELECT string_agg(convert_to(p, 'UTF8') || '\x00'::bytea, ''::bytea ORDER BY o)
+                         FROM unnest(p_parts) WITH ORDINALITY AS u (p, o))) AS h
 $$;
 -- +goose StatementEnd
 
@@ -222,11 +220,10 @@ $$;
 -- schema.
 -- +goose StatementBegin
 CREATE FUNCTION task_push_channel(p_base text, p_schema text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
 DECLARE
     name  text := p_base || '_' || p_schema;
     keep  integer;
-    h     bigint := 2166136261;
     bytes bytea := convert_to(p_schema, 'UTF8');
 BEGIN
     IF p_schema = 'public' OR p_schema = '' THEN
@@ -234,15 +231,13 @@ BEGIN
     ELSIF octet_length(name) <= 63 THEN
         RETURN name;
     END IF;
-    FOR i IN 0 .. length(bytes) - 1 LOOP
-        h := ((h # get_byte(bytes, i)) * 16777619) & 4294967295;
-    END LOOP;
     keep := 63 - octet_length(p_base) - 2 - 8;
     -- a prefix of whole characters of at most keep bytes
     WHILE keep > 0 AND (get_byte(bytes, keep) & 192) = 128 LOOP
         keep := keep - 1;
     END LOOP;
-    RETURN p_base || '_' || convert_from(substring(bytes FROM 1 FOR keep), 'UTF8') || '_' || lpad(to_hex(h), 8, '0');
+    RETURN p_base || '_' || convert_from(substring(bytes FROM 1 FOR keep), 'UTF8') || '_'
+        || lpad(to_hex(task_push_hash(bytes)), 8, '0');
 END
 $$;
 -- +goose StatementEnd
@@ -269,4 +264,4 @@ DROP FUNCTION task_push_older(text, text[], text);
 DROP FUNCTION task_push_check(text[], text[], timestamptz[]);
 DROP FUNCTION task_push_channel(text, text);
 DROP FUNCTION task_push_key(text[]);
-DROP FUNCTION task_push_hash(text[]);
+DROP FUNCTION task_push_hash(bytea);
