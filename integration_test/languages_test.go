@@ -1,18 +1,15 @@
 package integration_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/taskrepo/taskrepo/internal/testkit/testdb"
 	"github.com/taskrepo/taskrepo/taskapi"
 	"github.com/taskrepo/taskrepo/taskpg"
-	"github.com/taskrepo/taskrepo/taskproc"
 )
 
 // requireLanguagesEnv makes TestPushFromOtherLanguages fail, not skip,
@@ -82,28 +79,7 @@ func pushFromLanguage(t *testing.T, command []string) {
 	if _, err := repo.Push(ctx, pool, "full", taskapi.Append, taskapi.Creation{Identifier: "waiting"}); err != nil {
 		t.Fatal(err)
 	}
-	handled := make(chan string, 10)
-	client, err := taskproc.New(repo, taskpg.Transact(pool), taskproc.WithNotifier(taskpg.NewNotifier(pool)), taskproc.WithPause(time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = client.Handle("mail", taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
-		handled <- task.Identifier + " " + task.Input
-		return taskapi.Decision{Result: taskapi.Success}, nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := client.Stop(stop); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	handled := consumer(t, pool, repo, "mail")
 	run := func(topic, order, outcome, want string) {
 		t.Helper()
 		args := append(command[1:], dsn, topic, order, outcome)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskrepo/taskrepo/internal/edge"
 	"github.com/taskrepo/taskrepo/internal/lockkey"
@@ -124,34 +125,12 @@ func TestSQLPushWakesAGoConsumer(t *testing.T) {
 	if _, err := repo.Initialize(ctx, pool, "mail"); err != nil {
 		t.Fatal(err)
 	}
-	handled, idle := make(chan string, 10), make(chan struct{}, 100)
-	observer := taskproc.ObserverFunc(func(e taskproc.Event) {
+	idle := make(chan struct{}, 100)
+	handled := consumer(t, pool, repo, "mail", taskproc.WithObserver(taskproc.ObserverFunc(func(e taskproc.Event) {
 		if e.Kind == taskproc.EventEmpty {
 			idle <- struct{}{}
 		}
-	})
-	client, err := taskproc.New(repo, taskpg.Transact(pool), taskproc.WithNotifier(taskpg.NewNotifier(pool)),
-		taskproc.WithPause(time.Hour), taskproc.WithObserver(observer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = client.Handle("mail", taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
-		handled <- task.Identifier + ":" + task.Input
-		return taskapi.Decision{Result: taskapi.Success}, nil
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stop, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := client.Stop(stop); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	})))
 	within(t, idle, "empty poll") // the loop waits its hour now
 	push := func(commit bool, sql string, args ...any) {
 		t.Helper()
@@ -182,12 +161,12 @@ func TestSQLPushWakesAGoConsumer(t *testing.T) {
 	}
 	push(false, `SELECT public.task_push('mail', 'rolled-back', 'x')`)
 	push(true, `SELECT public.task_push('mail', 'user-42', 'welcome')`)
-	if got := within(t, handled, "task handled"); got != "user-42:welcome" {
-		t.Fatalf("handled %q, want user-42:welcome (the rolled back push must leave no task)", got)
+	if got := within(t, handled, "task handled"); got != "user-42 welcome" {
+		t.Fatalf("handled %q, want user-42's (the rolled back push must leave no task)", got)
 	}
 	push(true, `SELECT public.task_push('mail', 'user-7', 'reminder', p_not_before => now() + interval '1 second')`)
-	if got := within(t, handled, "deferred task handled"); got != "user-7:reminder" {
-		t.Fatalf("handled %q, want user-7:reminder", got)
+	if got := within(t, handled, "deferred task handled"); got != "user-7 reminder" {
+		t.Fatalf("handled %q, want user-7's", got)
 	}
 }
 
@@ -225,4 +204,36 @@ func TestSQLPushKeysMatchGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// consumer starts a taskproc Client of repo on pool that handles the tasks
+// of topic, sending "identifier input" of each to the channel it returns.
+// Its pause is an hour and it hears pushes through a taskpg.Notifier: only
+// a wake-up makes it poll within a test. It stops when t ends.
+func consumer(t *testing.T, pool *pgxpool.Pool, repo *taskpg.Repository, topic string, opts ...taskproc.ClientOption) <-chan string {
+	t.Helper()
+	handled := make(chan string, 10)
+	opts = append([]taskproc.ClientOption{taskproc.WithNotifier(taskpg.NewNotifier(pool)), taskproc.WithPause(time.Hour)}, opts...)
+	client, err := taskproc.New(repo, taskpg.Transact(pool), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = client.Handle(topic, taskproc.Sequential(func(_ context.Context, task taskapi.Task) (taskapi.Decision, error) {
+		handled <- task.Identifier + " " + task.Input
+		return taskapi.Decision{Result: taskapi.Success}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(context.WithoutCancel(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := client.Stop(stop); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return handled
 }
