@@ -43,6 +43,11 @@ func (m *Manager[Tx]) loop(r *managerRun, wake chan struct{}, c *crew, surge boo
 			continue
 		}
 		switch got, err := m.once(r, c); {
+		case err != nil && surge: // the poll loop backs off; the surge loop waits for the next surge
+			if !errors.Is(err, ErrQueueFull) {
+				m.s.notify(Event{Kind: EventPollFailed, Topic: m.topic, Err: err})
+			}
+			m.wait(r, wake, 0)
 		case errors.Is(err, ErrQueueFull):
 			m.wait(r, wake, m.s.pause)
 		case err != nil:
@@ -101,9 +106,9 @@ func (m *Manager[Tx]) held() bool {
 }
 
 // once acquires a slot, polls a batch and hands it over, and says what
-// the turn came to. Stopping is no error: the loop's condition sees it. Whether the loop may claim is
-// checked again once the slot is held, and once more when the poll
-// returned: a batch polled while the topic stopped claiming (paused,
+// the turn came to. Stopping is no error: the loop's condition sees it.
+// Whether the loop may claim is checked again once the slot is held, and
+// once more when the poll returned: a batch polled while the topic stopped claiming (paused,
 // drained, its term lost, its owner fenced) is given back unrun. claiming
 // counts the loops in between, so that Drained never reports a loop that
 // may still claim. With a crew (c), the loop first waits for room in it,
