@@ -47,9 +47,9 @@ type queued struct {
 // Buffered returns a handler that puts each batch into a buffer of size
 // batches, read by workers goroutines that pass them to handler. The poll
 // loop blocks only while the buffer is full, so that a worker never waits
-// for a poll's round trip; while polls come back full (a backlog), a
-// second loop polls beside it, so that two polls are in flight, and each
-// loop holds one batch waiting for room; the batch's context, with the values of the
+// for a poll's round trip; while polls come back full and the workers
+// wait for them, a second loop polls beside it, so that two polls are in
+// flight, and each loop may hold one batch waiting for room; the batch's context, with the values of the
 // context the runtime was started with, reaches the worker. When the
 // Manager stops, batches still in the buffer are released or failed, as
 // mode says. A BufferedHandler serves one Manager. size below zero is zero,

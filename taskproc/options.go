@@ -217,7 +217,8 @@ const MaxSettleWindow = time.Minute
 // trip keep busy. A loop of Parallel or ParallelTx has n workers of its
 // own, and polls for them as they become free rather than once a batch is
 // settled, holding at most WithSize tasks. A Buffered handler's Manager
-// runs one more loop, which polls only while polls come back full.
+// runs one more loop, which polls only while full polls meet workers
+// waiting for them.
 func WithPollers(n int) TopicOption { return func(s *settings) { s.pollers = n } }
 
 // WithGrace sets how long a Stop whose context ended waits, after it
