@@ -93,7 +93,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'taskrepo: unknown topic %', quote_literal(left(p_topic, 64)) USING ERRCODE = '42704';
     END IF;
-    SELECT n.nspname INTO schema FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
+    SELECT ns.nspname INTO schema FROM pg_class AS c JOIN pg_namespace AS ns ON ns.oid = c.relnamespace
     WHERE c.oid = 'task_topic'::regclass;
 
     IF mode <> 'APPEND' THEN
