@@ -102,10 +102,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		e.push(ids(10, 10)...)
 		release := make(chan struct{})
 		var once sync.Once
-		buffered := taskproc.Buffered(2, 1, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
-			<-release
-			return b.Complete(every(b, taskapi.Success))
-		}), taskproc.ReleaseOnClose)
+		buffered := heldBuffered(2, 1, release)
 		events := &recorder{}
 		e.start(e.manager(buffered, taskproc.WithSize(1), taskproc.WithObserver(events)))
 		// One batch at the worker, two in the buffer, one in the loop's
@@ -130,10 +127,7 @@ func handlerCases[Tx any](all map[string]suiteCase[Tx]) {
 		// Both workers busy, each loop holds one more batch: four polled.
 		e.push(ids(10, 10)...)
 		release := make(chan struct{})
-		buffered := taskproc.Buffered(0, 2, taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
-			<-release
-			return b.Complete(every(b, taskapi.Success))
-		}), taskproc.ReleaseOnClose)
+		buffered := heldBuffered(0, 2, release)
 		events := &recorder{}
 		e.start(e.manager(buffered, taskproc.WithSize(1), taskproc.WithObserver(events)))
 		e.eventually("two polls waiting for a worker", func() bool { return len(events.of(taskproc.EventPolled)) == 4 })
@@ -285,4 +279,13 @@ func followingUp[Tx any](e *env[Tx]) taskproc.Handler {
 		e.t.Fatal(err)
 	}
 	return h
+}
+
+// heldBuffered returns a Buffered handler of size batches and workers whose
+// batches succeed once release is closed.
+func heldBuffered(size, workers int, release <-chan struct{}) *taskproc.BufferedHandler {
+	return taskproc.Buffered(size, workers, taskproc.HandlerFunc(func(_ context.Context, b *taskproc.Batch) error {
+		<-release
+		return b.Complete(every(b, taskapi.Success))
+	}), taskproc.ReleaseOnClose)
 }
