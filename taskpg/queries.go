@@ -357,6 +357,13 @@ WHERE ` + ofLockedTasks + ` AND t.sequence = r.sequence
 	// descent of the primary key per task: about a quarter of the
 	// statement's time at a batch of 500. Inside a caller's transaction
 	// the failure would abort the transaction, so complete runs there.
+	// Both reach the tasks through the primary key by their sequences;
+	// state + 0 (here and in matchActive) keeps the planner off
+	// task_active, whose entries are every Active task of the owner, dead
+	// ones too until a vacuum: a consumer that buffers batches completes
+	// a few hundred tasks among thousands it holds, and a plan through
+	// that index read them all and compared each with every named
+	// sequence (TestCompletionIgnoresTheOwnersOtherTasks).
 	completeOwn = `
 WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[], $4::smallint[], $5::text[]) AS r (lo, hi, state, output)),
 written AS (
@@ -364,7 +371,7 @@ written AS (
     SET state = r.state, output = NULLIF(r.output, ''), completed = {now}
     FROM (SELECT generate_series(lo, hi) AS sequence, state, output FROM runs) AS r
     WHERE t.topic = $1 AND t.sequence = ANY (ARRAY(SELECT generate_series(lo, hi) FROM runs))
-      AND t.sequence = r.sequence AND t.state = 0 AND t.owner = $6
+      AND t.sequence = r.sequence AND t.state + 0 = 0 AND t.owner = $6
     RETURNING 1)
 SELECT CASE WHEN count(*) = $7 THEN count(*) ELSE (` + shortMark + ` || count(*))::bigint END FROM written`
 	// completeOne is complete of one task, the common batch at everyday
@@ -410,7 +417,7 @@ WITH runs AS (SELECT * FROM unnest($2::bigint[], $3::bigint[]) AS r (lo, hi)),` 
 		lockedTasks + `
 UPDATE {schema}.task AS t SET not_before = $4::timestamp
 WHERE ` + ofLockedTasks + ` AND (SELECT count(*) FROM locked) = $5`
-	matchActive    = `state = 0 AND owner = $6`
+	matchActive    = `state + 0 = 0 AND owner = $6`
 	matchRevivable = `state BETWEEN 2 AND 6`
 	matchReady     = `state = 1`
 	faults         = `
