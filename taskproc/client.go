@@ -225,6 +225,15 @@ func (c *Client[Tx]) touchDue(topics []string) {
 	}
 }
 
+// recheck has every Manager look, at its next tidy, for tasks Active under
+// this owner that no batch holds, as after a failed poll: the database may
+// have lost settlements it confirmed (see control.listen).
+func (c *Client[Tx]) recheck() {
+	for _, m := range c.managersOf(nil) {
+		m.pollFailed()
+	}
+}
+
 // managersOf returns the Managers of topics, every Manager for none.
 func (c *Client[Tx]) managersOf(topics []string) []*Manager[Tx] {
 	c.mu.Lock()

@@ -12,6 +12,7 @@ type control struct {
 	s         settings
 	wake      func(topics ...string)                           // wakes the Managers of topics
 	touch     func(topics []string)                            // has them read their next due time
+	recheck   func()                                           // has every Manager look for tasks no batch holds
 	reconcile func(ctx context.Context, topics []string) error // reads activations (all for none)
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -22,7 +23,7 @@ type control struct {
 
 // startControl starts the keeper, the Notifier and the reconciliation.
 func (c *Client[Tx]) startControl(ctx context.Context) *control {
-	k := &control{s: c.s, wake: c.wake, touch: c.touchDue, reconcile: c.reconcile,
+	k := &control{s: c.s, wake: c.wake, touch: c.touchDue, recheck: c.recheck, reconcile: c.reconcile,
 		stop: make(chan struct{}), pending: map[string]bool{}, signal: make(chan struct{}, 1)}
 	if c.s.heartbeat > 0 {
 		k.wg.Go(func() { c.keeper.run(ctx, k.stop) })
@@ -46,7 +47,15 @@ func (k *control) listen(ctx context.Context) {
 	defer cancel()
 	w := newWaker(k.wake, k.s.window)
 	defer w.stop()
-	lost := func(err error) { k.s.notify(Event{Kind: EventNotifierLost, Err: err}) }
+	// A lost connection of the Notifier is the one sign of a failover that
+	// does not depend on the loops: a poll need not fail (pgx's pool
+	// replaces a dead connection before it hands it out), and an
+	// asynchronous standby may lack completions the old primary
+	// confirmed, their tasks Active again under this owner.
+	lost := func(err error) {
+		k.recheck()
+		k.s.notify(Event{Kind: EventNotifierLost, Err: err})
+	}
 	// A push of deferred tasks has the Managers read their next due time
 	// at once, before the wake-up, which may come at the end of a window.
 	deferred := func(topics []string) { k.touch(topics); w.wake(topics) }

@@ -16,7 +16,11 @@ import (
 //     up, when it recovers under its own name;
 //   - a poll whose transaction failed but may have committed all the same
 //     (the connection broke after its COMMIT went out): its tasks are then
-//     Active under this owner, and no batch holds them (pollFailed).
+//     Active under this owner, and no batch holds them (pollFailed);
+//   - a failover to an asynchronous standby that lacked settlements the
+//     old primary confirmed: their tasks are Active again under this
+//     owner. The Client's Notifier losing its connection has every
+//     Manager look (Client.recheck).
 //
 // A Client tidies every Manager after each heartbeat it confirmed,
 // whatever its loops do (a held loop polls nothing); a loop tidies before
