@@ -245,7 +245,9 @@ func TestServeFailureGroupActions(t *testing.T) {
 // than the failures page read when it stopped at 80 reads: it groups them
 // all, and lists them, and a page of one topic shows that topic's.
 func TestServeFailuresSpread(t *testing.T) {
-	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour})
+	// A read timeout of a minute: the page stops at three quarters of it,
+	// and on a loaded machine the default's cut the 90 reads short.
+	d := startDashboard(t, sqliteURL(t), web.Config{Refresh: time.Hour, ReadTimeout: time.Minute})
 	br := newBrowser(t, d.url)
 	var seqs []int64
 	for i := range 90 {
