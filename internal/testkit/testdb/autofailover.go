@@ -226,6 +226,16 @@ func (f *AutoFailover) URL() string {
 		f.nodes[0].port, f.nodes[1].port)
 }
 
+// Addrs returns the host and port of each node, in the order they
+// registered: the first node was the first primary.
+func (f *AutoFailover) Addrs() []string {
+	addrs := make([]string, len(f.nodes))
+	for i, k := range f.nodes {
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(k.port)
+	}
+	return addrs
+}
+
 // MonitorURL returns the URL of the monitor's database, pg_auto_failover,
 // as the superuser.
 func (f *AutoFailover) MonitorURL() string { return f.monitorURL("postgres") }

@@ -3,6 +3,7 @@ package testdb
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,5 +107,5 @@ func (f *AutoFailover) PrimaryAddr(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("127.0.0.1:%d", k.port), nil
+	return "127.0.0.1:" + strconv.Itoa(k.port), nil
 }
