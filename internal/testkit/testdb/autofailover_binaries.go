@@ -3,7 +3,6 @@ package testdb
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 )
 
@@ -30,7 +29,7 @@ func autoFailoverBinaries() (autoctl, bin string, err error) {
 			return autoctl, dir, nil
 		}
 	}
-	if _, err := exec.LookPath("pg_autoctl"); err != nil {
+	if findProgram("pg_autoctl") == "" {
 		return "", "", fmt.Errorf("%w: pg_auto_failover's pg_autoctl is not installed (Debian: postgresql-15-auto-failover)", errNoOwnServer)
 	}
 	return "", "", fmt.Errorf("%w: no PostgreSQL in /usr/lib/postgresql/*/bin has pg_auto_failover's extension (Debian: postgresql-15-auto-failover)", errNoOwnServer)
