@@ -81,7 +81,8 @@ func TestAutoFailoverLosesNothingCommitted(t *testing.T) {
 		workers = append(workers, startWorker(t, f.URL(), autoFailoverTopic, fmt.Sprintf("autofailover-worker-%d", i),
 			"-expiry", autoFailoverExpiry.String()))
 	}
-	resumes := map[string][]time.Duration{}
+	resumes := map[string][]time.Duration{} // from the kill or the switchover's start
+	gaps := map[string][]time.Duration{}    // from the last effect on the old primary
 	for round := range rounds {
 		kind := crashRound
 		if round%2 == 1 {
@@ -107,7 +108,10 @@ func TestAutoFailoverLosesNothingCommitted(t *testing.T) {
 		}
 		resume := awaitEffectOn(t, pool, next, at)
 		resumes[kind] = append(resumes[kind], resume)
-		t.Logf("round %d (%s of %s): the first effect committed on %s %v after", round, kind, old, next, resume.Round(time.Millisecond))
+		gap := effectGap(t, pool, old, next, at)
+		gaps[kind] = append(gaps[kind], gap)
+		t.Logf("round %d (%s of %s): the first effect committed on %s %v after, %v after the last on %s",
+			round, kind, old, next, resume.Round(time.Millisecond), gap.Round(time.Millisecond), old)
 		if kind == crashRound {
 			if err := f.Recover(ctx); err != nil {
 				t.Fatalf("round %d: recover: %v", round, err)
@@ -120,15 +124,18 @@ func TestAutoFailoverLosesNothingCommitted(t *testing.T) {
 		w.stop(t) // the same processes: nobody restarted them
 	}
 	checkProducedOnce(t, ctx, pool, prod, total)
-	recordAutoFailovers(t, pool, f, prod, rounds, resumes)
+	recordAutoFailovers(t, pool, f, prod, rounds, resumes, gaps)
 	settings := "tuned"
 	if !tuned {
 		settings = "defaults"
 	}
-	t.Logf("pg_auto_failover with its %s settings, %d rounds, %d orders committed, %d pushes failed", settings, rounds, len(prod.committed), prod.failed)
+	t.Logf("pg_auto_failover, settings %s: %d rounds, %d orders committed, %d pushes failed", settings, rounds, len(prod.committed), prod.failed)
 	for _, kind := range []string{crashRound, switchoverRound} {
 		if d := slices.Sorted(slices.Values(resumes[kind])); len(d) > 0 {
 			t.Logf("%s: work resumed after %v (p50 %v, max %v)", kind, d, d[len(d)/2], d[len(d)-1])
+		}
+		if d := slices.Sorted(slices.Values(gaps[kind])); len(d) > 0 {
+			t.Logf("%s: no effect committed for %v (p50 %v, max %v)", kind, d, d[len(d)/2], d[len(d)-1])
 		}
 	}
 }
@@ -137,11 +144,7 @@ func TestAutoFailoverLosesNothingCommitted(t *testing.T) {
 // node at addr, and returns how long after at it saw it.
 func awaitEffectOn(t *testing.T, pool *pgxpool.Pool, addr string, at time.Time) time.Duration {
 	t.Helper()
-	_, portText, _ := strings.Cut(addr, ":")
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		t.Fatalf("the port of %s: %v", addr, err)
-	}
+	port := nodePort(t, addr)
 	since := at.UTC()
 	deadline := time.Now().Add(settleWithin)
 	for {
@@ -157,11 +160,40 @@ func awaitEffectOn(t *testing.T, pool *pgxpool.Pool, addr string, at time.Time) 
 	}
 }
 
+// effectGap returns the time between the last effect inserted on the node
+// at old before at and the first inserted on the node at next after at,
+// by the database's clock: how long no work committed. A switchover's
+// old primary takes writes for a while after the switchover's start.
+func effectGap(t *testing.T, pool *pgxpool.Pool, old, next string, at time.Time) time.Duration {
+	t.Helper()
+	var micros int64
+	err := pool.QueryRow(context.Background(), `SELECT (extract(epoch FROM
+		(SELECT min(at) FROM fault_effect WHERE port = $2 AND at > $3) - (SELECT max(at) FROM fault_effect WHERE port = $1)) * 1e6)::bigint`,
+		nodePort(t, old), nodePort(t, next), at.UTC()).Scan(&micros)
+	if err != nil {
+		t.Fatalf("the time without effects: %v", err)
+	}
+	return time.Duration(micros) * time.Microsecond
+}
+
+// nodePort returns the port of the node at addr, host:port.
+func nodePort(t *testing.T, addr string) int {
+	t.Helper()
+	_, portText, _ := strings.Cut(addr, ":")
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatalf("the port of %s: %v", addr, err)
+	}
+	return port
+}
+
 // recordAutoFailovers writes what the test measured to the file that
 // TASK_TEST_AUTOFAILOVER_RESULTS names, if any, as recordFailovers does:
-// the resume times of each kind of round, in milliseconds, and the
-// settings that differ from pg_auto_failover's defaults.
-func recordAutoFailovers(t *testing.T, pool *pgxpool.Pool, f *testdb.AutoFailover, prod *producers, rounds int, resumes map[string][]time.Duration) {
+// the resume times of each kind of round (from the kill or the
+// switchover's start) and its gaps (from the last effect on the old
+// primary), in milliseconds, and the settings that differ from
+// pg_auto_failover's defaults.
+func recordAutoFailovers(t *testing.T, pool *pgxpool.Pool, f *testdb.AutoFailover, prod *producers, rounds int, resumes, gaps map[string][]time.Duration) {
 	t.Helper()
 	path := os.Getenv(autoFailoverResultsEnv)
 	if path == "" {
@@ -180,27 +212,33 @@ func recordAutoFailovers(t *testing.T, pool *pgxpool.Pool, f *testdb.AutoFailove
 	if err := monitor.QueryRow(ctx, "SELECT extversion FROM pg_extension WHERE extname = 'pgautofailover'").Scan(&extension); err != nil {
 		t.Fatal(err)
 	}
-	ms := map[string][]float64{}
-	for kind, ds := range resumes {
-		for _, d := range ds {
-			ms[kind] = append(ms[kind], float64(d.Microseconds())/1000)
+	ms := func(durations map[string][]time.Duration) map[string][]float64 {
+		out := map[string][]float64{}
+		for kind, ds := range durations {
+			for _, d := range ds {
+				out[kind] = append(out[kind], float64(d.Microseconds())/1000)
+			}
 		}
+		return out
 	}
 	settings := "tuned"
 	if !f.Tuned() {
 		settings = "defaults"
 	}
+	// The machine may be shared: its load at the end says how busy.
+	load, _ := os.ReadFile("/proc/loadavg")
 	report := map[string]any{
 		"date": time.Now().UTC().Format(time.RFC3339),
 		"command": fmt.Sprintf("%s=%d %s=%s go test -tags heavy -run '^TestAutoFailoverLosesNothingCommitted$' ./faults",
 			autoFailoverRoundsEnv, rounds, autoFailoverSettingsEnv, settings),
-		"machine": map[string]any{"cpus": runtime.NumCPU(), "go": runtime.Version(), "postgresql": version, "pg_auto_failover": extension},
+		"machine": map[string]any{"cpus": runtime.NumCPU(), "go": runtime.Version(), "postgresql": version, "pg_auto_failover": extension,
+			"loadavg": strings.TrimSpace(string(load))},
 		"figures": []any{},
 		"autofailover": map[string]any{
 			"settings": settings, "changed": f.Settings(), "synchronous": true,
 			"producers": autoFailoverPushers, "consumers": autoFailoverWorkers, "expiry_ms": autoFailoverExpiry.Milliseconds(),
 			"rounds": rounds, "pushes_committed": len(prod.committed), "pushes_failed": prod.failed,
-			"resumes_ms": ms,
+			"resumes_ms": ms(resumes), "gaps_ms": ms(gaps),
 		},
 	}
 	data, err := json.MarshalIndent(report, "", "  ")
