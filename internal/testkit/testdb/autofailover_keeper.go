@@ -52,8 +52,9 @@ func (f *AutoFailover) start(k *keeper) error {
 	return nil
 }
 
-// stop asks the keeper to stop its PostgreSQL and itself, as `pg_autoctl
-// stop --immediate` does (SIGQUIT), and kills what is left of it when it
+// stop asks the keeper to stop its PostgreSQL and itself at once
+// (SIGQUIT: pg_autoctl stops its PostgreSQL in the mode fast, without a
+// word to the monitor, and exits), and kills what is left of it when that
 // takes longer than stopPatience.
 func (f *AutoFailover) stop(k *keeper) error {
 	if k.proc == nil {
