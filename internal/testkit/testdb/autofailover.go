@@ -12,12 +12,17 @@ import (
 
 // autoFailoverNodeSettings are added to the PostgreSQL of both nodes of an
 // AutoFailover, tuned or not: no fsync (the tests crash processes, not the
-// machine; full_page_writes stays on, which pg_rewind needs), and a
-// promoted standby that retries its WAL sources every 100 ms instead of
-// 5 s, as every server of testdb's own (postgresSettings).
+// machine; full_page_writes stays on, which pg_rewind needs); a promoted
+// standby that retries its WAL sources every 100 ms instead of 5 s, as
+// every server of testdb's own (postgresSettings); and checkpoints that
+// do not spread their writes. When pg_rewind fails, a rejoining node
+// copies the primary with pg_basebackup, which pg_autoctl runs without
+// --checkpoint=fast: with a spread checkpoint, on a loaded machine, one
+// such copy waited more than three minutes for the checkpoint.
 var autoFailoverNodeSettings = []string{
 	"fsync = off",
 	"wal_retrieve_retry_interval = '100ms'",
+	"checkpoint_completion_target = 0",
 }
 
 // autoFailoverTunedMonitor are the monitor's settings of a tuned

@@ -51,17 +51,21 @@ func (f *AutoFailover) states(ctx context.Context) ([]nodeState, error) {
 func (f *AutoFailover) awaitStates(ctx context.Context, what string, done func([]nodeState) bool) error {
 	ctx, cancel := context.WithTimeout(ctx, autoFailoverPatience)
 	defer cancel()
+	var last []nodeState // the last states the monitor told
 	for {
 		states, err := f.states(ctx)
 		if err == nil && done(states) {
 			return nil
+		}
+		if err == nil {
+			last = states
 		}
 		if ctx.Err() != nil {
 			var logs strings.Builder
 			for _, k := range append(f.nodes[:], f.monitor) {
 				fmt.Fprintf(&logs, "\n%s logged:\n%s", k.name, f.readLog(k))
 			}
-			return fmt.Errorf("no %s after %v: the monitor says %v (%v)%s", what, autoFailoverPatience, states, err, logs.String())
+			return fmt.Errorf("no %s after %v: the monitor said %v (then %v)%s", what, autoFailoverPatience, last, err, logs.String())
 		}
 		time.Sleep(10 * pollInterval)
 	}
