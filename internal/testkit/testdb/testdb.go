@@ -20,7 +20,9 @@
 // runs none), and a reaper process then removes the directory. When the
 // tests run as root, the servers run as the user "postgres" or "mysql"
 // (else "nobody"). OwnPostgres and OwnMySQL give a test a server of its
-// own that it may stop and start.
+// own that it may stop and start; OwnReplicated a primary and its standby;
+// OwnAutoFailover a pg_auto_failover monitor and two nodes, whose primary
+// it may crash or switch over.
 //
 // testdb imports drivers, goose and testcontainers: unlike the rest of
 // internal/ it serves tests only.
