@@ -73,7 +73,8 @@ func (f *AutoFailover) stop(k *keeper) error {
 // of their machine would: each is stopped (SIGSTOP) as it is found, lest
 // the keeper start its PostgreSQL again or the postmaster start more
 // backends, then all are killed with SIGKILL. It returns once the keeper
-// has ended and its PostgreSQL's port refuses connections.
+// and every process under it have ended, and removes the shared memory
+// that the killed PostgreSQL left.
 func (f *AutoFailover) crash(k *keeper) error {
 	if k.proc == nil {
 		return nil
@@ -96,6 +97,7 @@ func (f *AutoFailover) crash(k *keeper) error {
 		}
 		time.Sleep(pollInterval)
 	}
+	removeSharedMemory(stopped)
 	return nil
 }
 

@@ -5,6 +5,10 @@ package testdb
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -50,5 +54,31 @@ func reaped(pid int) (bool, error) {
 			return false, fmt.Errorf("wait for process %d: %w", pid, err)
 		}
 		return got == pid, nil
+	}
+}
+
+// removeSharedMemory removes the System V shared memory segments that one
+// of the processes pids created and that no process attaches any more: a
+// PostgreSQL killed with SIGKILL leaves its small segment behind, which
+// nothing else removes (the kernel keeps it until the machine stops).
+func removeSharedMemory(pids []int) {
+	table, err := os.ReadFile("/proc/sysvipc/shm")
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(table), "\n")
+	for _, line := range lines[min(1, len(lines)):] {
+		// key shmid perms size cpid lpid nattch ...
+		fields := strings.Fields(line)
+		if len(fields) < 7 {
+			continue
+		}
+		id, errID := strconv.Atoi(fields[1])
+		creator, errCreator := strconv.Atoi(fields[4])
+		if errID != nil || errCreator != nil || fields[6] != "0" || !slices.Contains(pids, creator) {
+			continue
+		}
+		const ipcRMID = 0
+		_, _, _ = syscall.Syscall(syscall.SYS_SHMCTL, uintptr(id), ipcRMID, 0)
 	}
 }

@@ -16,3 +16,7 @@ func pidAlive(int) bool { return true }
 
 // reaped is never called where servers of testdb's own do not run.
 func reaped(int) (bool, error) { return true, nil }
+
+// removeSharedMemory is never called where servers of testdb's own do not
+// run.
+func removeSharedMemory([]int) {}
