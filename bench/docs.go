@@ -36,6 +36,9 @@ func docBlocks(r *Report) map[string]string {
 	if r.Failover != nil {
 		blocks["failover"] = failoverText(r)
 	}
+	if r.AutoFailover != nil {
+		blocks["autofailover_"+r.AutoFailover.Settings] = autoFailoverText(r)
+	}
 	if r.Sizing != nil {
 		blocks["sizing"], blocks["sizing_summary"] = sizingText(r), sizingSummary(r)
 	}
@@ -46,7 +49,7 @@ func docBlocks(r *Report) map[string]string {
 }
 
 // otherBlocks are the blocks of results that a report may not hold.
-var otherBlocks = []string{"failover", "sizing", "sizing_summary", "limits", "renderer", "table", "machine"}
+var otherBlocks = []string{"failover", "autofailover_tuned", "autofailover_defaults", "sizing", "sizing_summary", "limits", "renderer", "table", "machine"}
 
 // machineText says when and where the results were measured.
 func machineText(r *Report) string {

@@ -70,6 +70,10 @@ func TestTheDocsHoldTheRecordedFigures(t *testing.T) {
 		// TASK_TEST_FAILOVERS=100 TASK_TEST_FAILOVER_RESULTS=$PWD/bench/results/failover.json go test -run '^TestFailoverLosesNothingCommitted$' ./faults
 		{"results/failover.json", "../README.md"},
 		{"results/sizing.json", "../docs/operating.md"}, // go run . --only sizing --json results/sizing.json
+		// TASK_TEST_AUTOFAILOVER_ROUNDS=10 TASK_TEST_AUTOFAILOVER_RESULTS=$PWD/bench/results/autofailover_tuned.json go test -tags heavy -run '^TestAutoFailoverLosesNothingCommitted$' ./faults
+		{"results/autofailover_tuned.json", "../docs/operating.md"},
+		// the same with TASK_TEST_AUTOFAILOVER_SETTINGS=defaults, 6 rounds, into results/autofailover_defaults.json
+		{"results/autofailover_defaults.json", "../docs/operating.md"},
 		{"results/sizing.json", "../README.md"},
 	} {
 		data, err := os.ReadFile(c.results)

@@ -33,6 +33,9 @@ type Report struct {
 	Statements []StatementRun `json:"statements,omitempty"`
 	// Failover is what the fault test of failovers measured (failover.go).
 	Failover *Failover `json:"failover,omitempty"`
+	// AutoFailover is what the fault test under pg_auto_failover measured
+	// (autofailover.go).
+	AutoFailover *AutoFailover `json:"autofailover,omitempty"`
 	// Sizing is what the sizing scenario measured (sizing.go).
 	Sizing *Sizing `json:"sizing,omitempty"`
 	// Limits is what the limits scenario measured (limits.go).
@@ -46,6 +49,8 @@ type Machine struct {
 	OS        string  `json:"os"`
 	Go        string  `json:"go"`
 	LoadAvg   string  `json:"load_average_at_start"` // /proc/loadavg: what else ran
+
+	AutoFailover string `json:"pg_auto_failover,omitempty"` // its version, in the results of the fault test under it
 
 	PostgreSQL string            `json:"postgresql"`
 	Settings   map[string]string `json:"settings"`
