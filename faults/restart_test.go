@@ -68,26 +68,10 @@ func startProducers(pool *pgxpool.Pool, repo *taskpg.Repository, topic string, n
 	return p
 }
 
-// start starts n producers.
+// start starts n producers on taskpg.
 func (p *producers) start(pool *pgxpool.Pool, repo *taskpg.Repository, topic string, n int) {
-	for i := range n {
-		p.done.Go(func() { p.produce(pool, repo, topic, i) })
-	}
-}
-
-// produce pushes one transaction of orders after another; a failed one is
-// not retried (its orders may or may not exist: the commit's outcome is
-// unknown).
-func (p *producers) produce(pool *pgxpool.Pool, repo *taskpg.Repository, topic string, producer int) {
-	ctx := context.Background()
-	for i := 0; ; i++ {
-		select {
-		case <-p.stop:
-			return
-		default:
-		}
-		creations := p.orders(producer, i)
-		err := taskpg.Transact(pool)(ctx, func(tx taskpg.DB) error {
+	p.startWith(n, func(ctx context.Context, creations []taskapi.Creation) error {
+		return taskpg.Transact(pool)(ctx, func(tx taskpg.DB) error {
 			for _, c := range creations {
 				if _, err := tx.Exec(ctx, "INSERT INTO fault_order (id) VALUES ($1)", c.Identifier); err != nil {
 					return err
@@ -96,6 +80,30 @@ func (p *producers) produce(pool *pgxpool.Pool, repo *taskpg.Repository, topic s
 			_, err := repo.Push(ctx, tx, topic, taskapi.Append, creations...)
 			return err
 		})
+	})
+}
+
+// startWith starts n producers that commit each transaction of orders with
+// push: the orders' rows and their tasks, all or nothing.
+func (p *producers) startWith(n int, push func(ctx context.Context, creations []taskapi.Creation) error) {
+	for i := range n {
+		p.done.Go(func() { p.produce(push, i) })
+	}
+}
+
+// produce pushes one transaction of orders after another; a failed one is
+// not retried (its orders may or may not exist: the commit's outcome is
+// unknown).
+func (p *producers) produce(push func(ctx context.Context, creations []taskapi.Creation) error, producer int) {
+	ctx := context.Background()
+	for i := 0; ; i++ {
+		select {
+		case <-p.stop:
+			return
+		default:
+		}
+		creations := p.orders(producer, i)
+		err := push(ctx, creations)
 		p.mu.Lock()
 		for _, c := range creations {
 			if err == nil {
