@@ -225,17 +225,41 @@ const failoverGap = 10 * time.Second
 // failover kills the primary and promotes the standby (topology
 // failover), then rebuilds the dead node as the new standby.
 func (s *soak) failover() error {
-	if s.pair == nil || time.Since(s.restarted) < failoverGap {
+	if (s.pair == nil && s.auto == nil) || time.Since(s.restarted) < failoverGap {
 		return errNotNow
 	}
 	s.restarted = time.Now()
 	ctx := context.Background()
+	if s.auto != nil {
+		return s.autoFailover(ctx)
+	}
 	if err := s.pair.Failover(ctx); err != nil {
 		s.t.Fatalf("failover: %v", err) // the harness's, not the library's: the soak cannot go on
 	}
 	if err := s.pair.Rejoin(ctx); err != nil {
 		s.t.Fatalf("rejoin: %v", err)
 	}
+	return nil
+}
+
+// autoFailover crashes the primary's host processes and brings the node
+// back as the standby, or switches over, at random (topology autofailover).
+func (s *soak) autoFailover(ctx context.Context) error {
+	start := time.Now()
+	if rand.IntN(2) == 0 {
+		if err := s.auto.Switchover(ctx); err != nil {
+			s.t.Fatalf("switchover: %v", err) // the harness's, as in failover
+		}
+		s.t.Logf("switched over in %v", time.Since(start).Round(time.Millisecond))
+		return nil
+	}
+	if err := s.auto.Crash(ctx); err != nil {
+		s.t.Fatalf("crash: %v", err)
+	}
+	if err := s.auto.Recover(ctx); err != nil {
+		s.t.Fatalf("recover: %v", err)
+	}
+	s.t.Logf("crashed the primary's host and recovered it in %v", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -30,7 +30,8 @@ var (
 	soakEvery     = flag.Duration("soak.check", 3*time.Second, "how often the invariants are checked")
 	soakTopology  = flag.String("soak.topology", "direct", "how producers and consumers reach PostgreSQL: "+
 		"direct (through a proxy that cuts), pgbouncer (through that proxy and a PgBouncer in transaction mode, restarted among the faults) "+
-		"or failover (a primary and its synchronous standby by a multi-host URL, failed over among the faults)")
+		"failover (a primary and its synchronous standby by a multi-host URL, failed over among the faults) "+
+		"or autofailover (the same under pg_auto_failover, tuned: the primary's host crashed, or switched over, among the faults)")
 )
 
 const (
@@ -46,10 +47,11 @@ const (
 // through a proxy by producers and consumers, and what it has seen.
 type soak struct {
 	t         *testing.T
-	cluster   *testdb.Cluster    // the database, but in the topology failover
-	bouncer   *testdb.Cluster    // the PgBouncer of the topology pgbouncer
-	pair      *testdb.Replicated // the primary and standby of the topology failover
-	listen    string             // the consumers' Notifiers' own URL (pgbouncer)
+	cluster   *testdb.Cluster      // the database, but in the topology failover
+	bouncer   *testdb.Cluster      // the PgBouncer of the topology pgbouncer
+	pair      *testdb.Replicated   // the primary and standby of the topology failover
+	auto      *testdb.AutoFailover // the formation of the topology autofailover
+	listen    string               // the consumers' Notifiers' own URL (pgbouncer)
 	direct    *pgxpool.Pool
 	repo      *taskpg.Repository
 	proxy     *netproxy.Proxy // nil in the topology failover, which cuts no connection
@@ -99,7 +101,7 @@ func TestSoak(t *testing.T) {
 	s.check(true)
 	s.stopWorkers()
 	s.report()
-	if kind := map[string]string{"pgbouncer": "pgbouncer restart", "failover": "failover"}[*soakTopology]; kind != "" && s.faults[kind] == 0 {
+	if kind := map[string]string{"pgbouncer": "pgbouncer restart", "failover": "failover", "autofailover": "failover"}[*soakTopology]; kind != "" && s.faults[kind] == 0 {
 		t.Errorf("the soak of the topology %s injected no %s: it proved nothing of it", *soakTopology, kind)
 	}
 }
@@ -133,8 +135,12 @@ func (s *soak) startDatabase() string {
 		s.pair = testdb.OwnReplicated(s.t, true)
 		s.direct, s.repo = openFaultDB(s.t, s.pair.URL(), soakTopic)
 		return s.pair.URL()
+	case "autofailover":
+		s.auto = testdb.OwnAutoFailover(s.t, true)
+		s.direct, s.repo = openFaultDB(s.t, s.auto.URL(), soakTopic)
+		return s.auto.URL()
 	default:
-		s.t.Fatalf("-soak.topology %q: want direct, pgbouncer or failover", *soakTopology)
+		s.t.Fatalf("-soak.topology %q: want direct, pgbouncer, failover or autofailover", *soakTopology)
 	}
 	s.direct, s.repo = openFaultDB(s.t, direct, soakTopic)
 	proxy, proxied, err := netproxy.ForURL(target)
@@ -186,7 +192,7 @@ func (s *soak) startWorker() {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, errWorkerTempFail) || try == soakStartTries {
+		if !errors.Is(err, errWorkerTempFail) || try == soakStartTries*s.startPatience() {
 			s.t.Fatal(err)
 		}
 		s.t.Logf("%v; starting it again", err)
@@ -195,6 +201,15 @@ func (s *soak) startWorker() {
 	s.mu.Lock()
 	s.workers[owner] = w
 	s.mu.Unlock()
+}
+
+// startPatience multiplies soakStartTries: a crash under pg_auto_failover
+// leaves no primary for some ten seconds, tuned.
+func (s *soak) startPatience() int {
+	if s.auto != nil {
+		return 4
+	}
+	return 1
 }
 
 // every runs fn every interval in a goroutine of its own until the

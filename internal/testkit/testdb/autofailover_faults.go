@@ -27,14 +27,28 @@ func (f *AutoFailover) Crash(ctx context.Context) error {
 	return nil
 }
 
-// Recover starts the keeper of the node that Crash ended, which finds
-// that the monitor demoted it and rejoins as the new primary's standby
-// (pg_rewind), and returns when the monitor reports the pair healthy
-// again: a primary and its secondary, each settled.
+// Recover waits until the monitor promoted the other node (which it does
+// on its own schedule after Crash), then starts the keeper of the node
+// that Crash ended, which finds that the monitor demoted it and rejoins as
+// the new primary's standby (pg_rewind), and returns when the monitor
+// reports the pair healthy again: a primary and its secondary, each
+// settled. Started before the promotion, the keeper would find its node
+// still the primary, and the monitor would never fail over.
 func (f *AutoFailover) Recover(ctx context.Context) error {
 	k := f.crashed
 	if k == nil {
 		return fmt.Errorf("recover: no node is down")
+	}
+	promoted := func(states []nodeState) bool {
+		for _, s := range states {
+			if s.name != k.name && (s.reported == "wait_primary" || s.reported == "primary") {
+				return true
+			}
+		}
+		return false
+	}
+	if err := f.awaitStates(ctx, "promotion of the standby", promoted); err != nil {
+		return err
 	}
 	if err := f.start(k); err != nil {
 		return err
