@@ -72,7 +72,7 @@ func TestTheDocsHoldTheRecordedFigures(t *testing.T) {
 		{"results/sizing.json", "../docs/operating.md"}, // go run . --only sizing --json results/sizing.json
 		// TASK_TEST_AUTOFAILOVER_ROUNDS=10 TASK_TEST_AUTOFAILOVER_RESULTS=$PWD/bench/results/autofailover_tuned.json go test -tags heavy -run '^TestAutoFailoverLosesNothingCommitted$' ./faults
 		{"results/autofailover_tuned.json", "../docs/operating.md"},
-		// the same with TASK_TEST_AUTOFAILOVER_SETTINGS=defaults, 6 rounds, into results/autofailover_defaults.json
+		// the same with TASK_TEST_AUTOFAILOVER_SETTINGS=defaults, 10 rounds, into results/autofailover_defaults.json
 		{"results/autofailover_defaults.json", "../docs/operating.md"},
 		{"results/sizing.json", "../README.md"},
 	} {
