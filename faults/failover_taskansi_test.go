@@ -50,19 +50,7 @@ func TestTaskansiFailoverLosesNothingCommitted(t *testing.T) {
 	})
 	client := startAnsiConsumer(t, db)
 
-	for range failoverRounds {
-		awaitEffects(t, pool, effectsNow(t, pool)+failoverFlow)
-		before := effectsNow(t, pool)
-		at := time.Now()
-		if err := r.Failover(ctx); err != nil {
-			t.Fatal(err)
-		}
-		awaitEffects(t, pool, before+1)
-		t.Logf("work resumed %v after the kill", time.Since(at).Round(time.Millisecond))
-		if err := r.Rejoin(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Logf("work resumed %v after each kill", failOver(t, r, pool, failoverRounds))
 	prod.halt()
 	total := awaitAllSucceeded(t, pool, checkRepo, failoverTopic)
 	stopCtx, cancel := context.WithTimeout(ctx, workerPatience)

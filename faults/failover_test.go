@@ -54,6 +54,25 @@ func TestFailoverLosesNothingCommitted(t *testing.T) {
 	for i := range failoverWorkers {
 		workers = append(workers, startWorker(t, r.URL(), failoverTopic, fmt.Sprintf("failover-worker-%d", i), "-expiry", "5s"))
 	}
+	resumes := failOver(t, r, pool, rounds)
+	prod.halt()
+	total := awaitAllSucceeded(t, pool, repo, failoverTopic)
+	for _, w := range workers {
+		w.stop(t) // the same processes: nobody restarted them
+	}
+	checkProducedOnce(t, ctx, pool, prod, total)
+	recordFailovers(t, pool, prod, resumes)
+	slices.Sort(resumes)
+	t.Logf("%d failovers, %d orders committed, %d pushes failed: work resumed %v after the kill (p50 %v, max %v)",
+		rounds, len(prod.committed), prod.failed, resumes, resumes[len(resumes)/2], resumes[len(resumes)-1])
+}
+
+// failOver fails r's primary over rounds times, each once failoverFlow
+// more effects committed, and rebuilds the dead node as the standby; it
+// returns how long after each kill the first effect committed.
+func failOver(t *testing.T, r *testdb.Replicated, pool *pgxpool.Pool, rounds int) []time.Duration {
+	t.Helper()
+	ctx := context.Background()
 	var resumes []time.Duration
 	for range rounds {
 		awaitEffects(t, pool, effectsNow(t, pool)+failoverFlow)
@@ -68,16 +87,7 @@ func TestFailoverLosesNothingCommitted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	prod.halt()
-	total := awaitAllSucceeded(t, pool, repo, failoverTopic)
-	for _, w := range workers {
-		w.stop(t) // the same processes: nobody restarted them
-	}
-	checkProducedOnce(t, ctx, pool, prod, total)
-	recordFailovers(t, pool, prod, resumes)
-	slices.Sort(resumes)
-	t.Logf("%d failovers, %d orders committed, %d pushes failed: work resumed %v after the kill (p50 %v, max %v)",
-		rounds, len(prod.committed), prod.failed, resumes, resumes[len(resumes)/2], resumes[len(resumes)-1])
+	return resumes
 }
 
 // effectsNow returns how many effect rows committed, asking again while
