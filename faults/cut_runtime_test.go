@@ -88,16 +88,30 @@ func cutUntilDone(t *testing.T, r *cutRig) int {
 func effectHandler(owner string) taskproc.Handler {
 	return taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
 		time.Sleep(5 * time.Millisecond) // some work, so that cuts land in every phase of a batch
-		return taskproc.CompleteTx(b, func(ctx context.Context, tx taskpg.DB) (taskproc.Decisions, error) {
-			decisions := taskproc.Decisions{}
-			for _, task := range b.Tasks() {
-				if _, err := tx.Exec(ctx, "INSERT INTO fault_effect (identifier, sequence, owner) VALUES ($1, $2, $3)",
-					task.Identifier, task.Sequence, owner); err != nil {
-					return nil, err
-				}
-				decisions[task] = taskapi.Decision{Result: taskapi.Success}
-			}
-			return decisions, nil
-		})
+		return settleWithEffects(b, owner, execPg)
 	})
+}
+
+// settleWithEffects completes b with CompleteTx, every task Succeeded,
+// writing an effect row per task (fault_effect, by owner) in the
+// completing transaction; exec runs a statement in a transaction of the
+// backend's.
+func settleWithEffects[Tx any](b *taskproc.Batch, owner string, exec func(ctx context.Context, tx Tx, sql string, args ...any) error) error {
+	return taskproc.CompleteTx(b, func(ctx context.Context, tx Tx) (taskproc.Decisions, error) {
+		decisions := taskproc.Decisions{}
+		for _, task := range b.Tasks() {
+			if err := exec(ctx, tx, "INSERT INTO fault_effect (identifier, sequence, owner) VALUES ($1, $2, $3)",
+				task.Identifier, task.Sequence, owner); err != nil {
+				return nil, err
+			}
+			decisions[task] = taskapi.Decision{Result: taskapi.Success}
+		}
+		return decisions, nil
+	})
+}
+
+// execPg runs a statement in a taskpg transaction.
+func execPg(ctx context.Context, tx taskpg.DB, sql string, args ...any) error {
+	_, err := tx.Exec(ctx, sql, args...)
+	return err
 }

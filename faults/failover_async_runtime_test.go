@@ -139,17 +139,7 @@ func (g *gatedEffects) Handle(ctx context.Context, b *taskproc.Batch) error {
 			return ctx.Err()
 		}
 	}
-	return taskproc.CompleteTx(b, func(ctx context.Context, tx taskpg.DB) (taskproc.Decisions, error) {
-		decisions := taskproc.Decisions{}
-		for _, task := range b.Tasks() {
-			if _, err := tx.Exec(ctx, "INSERT INTO fault_effect (identifier, sequence, owner) VALUES ($1, $2, $3)",
-				task.Identifier, task.Sequence, "async-consumer"); err != nil {
-				return nil, err
-			}
-			decisions[task] = taskapi.Decision{Result: taskapi.Success}
-		}
-		return decisions, nil
-	})
+	return settleWithEffects(b, "async-consumer", execPg)
 }
 
 // ran returns how many times the handler ran each task, by sequence.

@@ -79,16 +79,9 @@ func startAnsiConsumer(t *testing.T, db *sql.DB) *taskproc.Client[taskansi.DB] {
 		t.Fatal(err)
 	}
 	handler := taskproc.HandlerFunc(func(ctx context.Context, b *taskproc.Batch) error {
-		return taskproc.CompleteTx(b, func(ctx context.Context, tx taskansi.DB) (taskproc.Decisions, error) {
-			decisions := taskproc.Decisions{}
-			for _, task := range b.Tasks() {
-				if _, err := tx.ExecContext(ctx, "INSERT INTO fault_effect (identifier, sequence, owner) VALUES ($1, $2, $3)",
-					task.Identifier, task.Sequence, "ansi-consumer"); err != nil {
-					return nil, err
-				}
-				decisions[task] = taskapi.Decision{Result: taskapi.Success}
-			}
-			return decisions, nil
+		return settleWithEffects(b, "ansi-consumer", func(ctx context.Context, tx taskansi.DB, sql string, args ...any) error {
+			_, err := tx.ExecContext(ctx, sql, args...)
+			return err
 		})
 	})
 	if err := client.Handle(failoverTopic, handler); err != nil {

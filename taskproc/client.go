@@ -230,7 +230,7 @@ func (c *Client[Tx]) touchDue(topics []string) {
 // have lost settlements it confirmed (see control.listen).
 func (c *Client[Tx]) recheck() {
 	for _, m := range c.managersOf(nil) {
-		m.pollFailed()
+		m.doubt()
 	}
 }
 

@@ -151,7 +151,7 @@ func (m *Manager[Tx]) once(r *managerRun, c *crew) (turn, error) {
 	}
 	m.polling.RUnlock()
 	if err != nil {
-		m.pollFailed()
+		m.doubt()
 		slot()
 		if r.loopCtx.Err() != nil {
 			return polledNot, nil // the poll was cut short by Stop

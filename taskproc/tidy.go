@@ -16,11 +16,11 @@ import (
 //     up, when it recovers under its own name;
 //   - a poll whose transaction failed but may have committed all the same
 //     (the connection broke after its COMMIT went out): its tasks are then
-//     Active under this owner, and no batch holds them (pollFailed);
+//     Active under this owner, and no batch holds them (doubt);
 //   - a failover to an asynchronous standby that lacked settlements the
 //     old primary confirmed: their tasks are Active again under this
 //     owner. The Client's Notifier losing its connection has every
-//     Manager look (Client.recheck).
+//     Manager doubt (Client.recheck).
 //
 // A Client tidies every Manager after each heartbeat it confirmed,
 // whatever its loops do (a held loop polls nothing); a loop tidies before
@@ -30,8 +30,10 @@ import (
 // reclaimPage is how many Active tasks one read of ownActive returns.
 const reclaimPage = 1000
 
-// pollFailed notes that a poll may have claimed tasks that no batch holds.
-func (m *Manager[Tx]) pollFailed() { m.unsure.Store(true) }
+// doubt notes that tasks may be Active under this owner that no batch
+// holds (a poll failed, which may have committed; the Notifier lost its
+// connection, as a failover cuts it), for the next tidy to look.
+func (m *Manager[Tx]) doubt() { m.unsure.Store(true) }
 
 // giveBackLater keeps tasks that are Active under this owner but no batch
 // holds any more, for tidy.
