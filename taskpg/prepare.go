@@ -3,6 +3,7 @@ package taskpg
 import (
 	"context"
 	"crypto/sha256"
+	endian "encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -44,18 +45,33 @@ const maxPrepared = 256
 // pgconn's CustomData, which lives and dies with the connection.
 const preparedKey = "github.com/taskrepo/taskrepo/taskpg.prepared"
 
-// prepared is what taskpg prepared on one connection: its statements by
-// name, or off once the connection lost one.
+// prepared is what taskpg prepared on one connection: the names of its
+// statements by text and parameter types, or off once the connection lost
+// one. Found by their text, they cost a call no hash of it: a poll's text
+// runs to kilobytes.
 type prepared struct {
-	names map[string]struct{}
+	names map[statementKey]string
 	off   bool
+}
+
+// statementKey is a statement's text and the OIDs of its parameters' types
+// (4 bytes each).
+type statementKey struct{ sql, oids string }
+
+// keyOf returns the key of sql for parameters of the types oids.
+func keyOf(sql string, oids []uint32) statementKey {
+	types := make([]byte, 0, 4*len(oids))
+	for _, oid := range oids {
+		types = endian.BigEndian.AppendUint32(types, oid)
+	}
+	return statementKey{sql: sql, oids: string(types)}
 }
 
 // preparedOf returns what taskpg prepared on conn.
 func preparedOf(conn *pgconn.PgConn) *prepared {
 	p, ok := conn.CustomData()[preparedKey].(*prepared)
 	if !ok {
-		p = &prepared{names: map[string]struct{}{}}
+		p = &prepared{names: map[statementKey]string{}}
 		conn.CustomData()[preparedKey] = p
 	}
 	return p
@@ -73,17 +89,18 @@ func statementName(sql string, oids []uint32) string {
 // its name; "" for an unnamed statement: when conn holds maxPrepared
 // statements already, or lost one.
 func prepare(ctx context.Context, conn *pgconn.PgConn, sql string, oids []uint32) (string, error) {
-	p, name := preparedOf(conn), statementName(sql, oids)
-	if _, ok := p.names[name]; ok {
+	p, key := preparedOf(conn), keyOf(sql, oids)
+	if name, ok := p.names[key]; ok {
 		return name, nil
 	}
 	if p.off || len(p.names) >= maxPrepared {
 		return "", nil
 	}
+	name := statementName(sql, oids)
 	if _, err := conn.Prepare(ctx, name, sql, oids); err != nil && !isCode(err, "42P05") { // duplicate_prepared_statement
 		return "", err
 	}
-	p.names[name] = struct{}{}
+	p.names[key] = name
 	return name, nil
 }
 
@@ -101,10 +118,10 @@ func lostStatement(err error) bool {
 // send unnamed statements from then on.
 func stopPreparing(ctx context.Context, conn *pgconn.PgConn) {
 	p := preparedOf(conn)
-	for name := range p.names {
+	for _, name := range p.names {
 		_ = conn.Deallocate(ctx, name) // a lost one is not there to deallocate
 	}
-	p.names, p.off = map[string]struct{}{}, true
+	p.names, p.off = map[statementKey]string{}, true
 }
 
 func isCode(err error, code string) bool {
