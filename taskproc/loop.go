@@ -123,9 +123,7 @@ func (m *Manager[Tx]) once(r *managerRun, c *crew) (turn, error) {
 		}
 		size = min(size, room)
 	}
-	ProbeMark(0)
 	slot, err := m.s.limiter.Acquire(r.loopCtx, m.topic)
-	ProbeMark(1)
 	switch {
 	case r.loopCtx.Err() != nil:
 		if err == nil {
@@ -147,9 +145,7 @@ func (m *Manager[Tx]) once(r *managerRun, c *crew) (turn, error) {
 		return polledNot, nil
 	}
 	m.polling.RLock()
-	ProbeMark(2)
 	tasks, err := m.poll(r.ctx, term, size)
-	ProbeMark(3)
 	var b *Batch
 	if len(tasks) > 0 {
 		b = m.newBatch(r, tasks, slot, term, c)
@@ -177,7 +173,8 @@ func (m *Manager[Tx]) once(r *managerRun, c *crew) (turn, error) {
 	// starts before the loop polls again: readied by this goroutine, Go's
 	// scheduler runs it next on this thread, but only once the loop blocks,
 	// which it does after it has built and sent its next poll (some 50 µs
-	// of a task's commit → start at 100 tasks/s, docs/performance.md).
+	// of a task's commit → start at 100 tasks/s; see
+	// TestAHandedOverBatchStartsBeforeTheNextPoll).
 	runtime.Gosched()
 	if len(tasks) < size {
 		return polledSome, nil
@@ -336,5 +333,3 @@ func handle(h Handler, ctx context.Context, b *Batch) (err error) {
 	}()
 	return h.Handle(ctx, b)
 }
-
-var ProbeMark = func(int) {}
