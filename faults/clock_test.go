@@ -110,13 +110,7 @@ type clockRun struct {
 func testDueTimes(t *testing.T, c clockCase) {
 	ctx := context.Background()
 	pool, repo := skewedPostgres(t, c.skew)
-	consumer, err := taskpg.New("clock-consumer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := consumer.Register(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	consumer := registeredOwner(t, pool, "clock-consumer")
 	var empty atomic.Int64 // empty polls before the deferred task's
 	var dueSeen atomic.Bool
 	observer := taskproc.ObserverFunc(func(e taskproc.Event) {

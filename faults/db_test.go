@@ -39,17 +39,24 @@ func openFaultDB(t *testing.T, url string, topics ...string) (*pgxpool.Pool, *ta
 			t.Fatal(err)
 		}
 	}
-	repo, err := taskpg.New("fault-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := repo.Register(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	repo := registeredOwner(t, pool, "fault-test")
 	for _, topic := range topics {
 		if _, err := repo.Initialize(ctx, pool, topic); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return pool, repo
+}
+
+// registeredOwner returns a repository of owner, registered on pool.
+func registeredOwner(t *testing.T, pool *pgxpool.Pool, owner string) *taskpg.Repository {
+	t.Helper()
+	repo, err := taskpg.New(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.Register(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	return repo
 }

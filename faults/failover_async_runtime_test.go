@@ -37,13 +37,7 @@ func TestAsynchronousFailoverRunsLostCompletionsAgain(t *testing.T) {
 	if _, err := repo.Push(ctx, pool, failoverTopic, taskapi.Append, creationsNamed("rerun", lostCompletions)...); err != nil {
 		t.Fatal(err)
 	}
-	consumer, err := taskpg.New("async-consumer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := consumer.Register(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	consumer := registeredOwner(t, pool, "async-consumer")
 	h := newGatedEffects(pool)
 	client, err := taskproc.New(consumer, taskpg.Transact(pool), taskproc.WithNotifier(taskpg.NewNotifier(pool)),
 		taskproc.WithSize(lostCompletions), taskproc.WithPause(200*time.Millisecond),

@@ -80,24 +80,12 @@ type AutoFailover struct {
 // TASK_TEST_REQUIRE_AUTOFAILOVER=1. Setting up takes some ten seconds.
 func OwnAutoFailover(t testing.TB, tuned bool) *AutoFailover {
 	t.Helper()
-	f, err := newAutoFailover(tuned)
-	if errors.Is(err, errNoOwnServer) {
-		unavailable(t, RequireAutoFailoverEnv, err.Error())
-	}
-	if err != nil {
-		t.Fatalf("testdb: pg_auto_failover: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.remove(); err != nil {
-			t.Errorf("testdb: pg_auto_failover: %v", err)
-		}
+	start := func() (*AutoFailover, error) { return newAutoFailover(tuned) }
+	return own(t, start, RequireAutoFailoverEnv, "testdb: pg_auto_failover", func(f *AutoFailover) error {
+		ctx, cancel := context.WithTimeout(context.Background(), initPatience)
+		defer cancel()
+		return f.setUp(ctx)
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), initPatience)
-	defer cancel()
-	if err := f.setUp(ctx); err != nil {
-		t.Fatalf("testdb: pg_auto_failover: %v", err)
-	}
-	return f
 }
 
 // newAutoFailover finds pg_auto_failover's binaries and creates the

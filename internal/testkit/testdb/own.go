@@ -45,22 +45,30 @@ func OwnMySQL(t testing.TB) *Cluster {
 // following requireEnv, when the server's binaries are missing.
 func ownCluster(t testing.TB, start func() (*Cluster, error), requireEnv string, prepare func(ctx context.Context, c *Cluster) error) *Cluster {
 	t.Helper()
-	c, err := start()
+	return own(t, start, requireEnv, "testdb", func(c *Cluster) error { return prepare(context.Background(), c) })
+}
+
+// own starts servers of t's own with start, removes them when t ends, and
+// prepares them with prepare; what names them in t's errors. It skips or
+// fails t, following requireEnv, when their binaries are missing.
+func own[S interface{ remove() error }](t testing.TB, start func() (S, error), requireEnv, what string, prepare func(S) error) S {
+	t.Helper()
+	s, err := start()
 	if errors.Is(err, errNoOwnServer) {
 		unavailable(t, requireEnv, err.Error())
 	}
 	if err != nil {
-		t.Fatalf("testdb: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	t.Cleanup(func() {
-		if err := c.remove(); err != nil {
-			t.Errorf("testdb: %v", err)
+		if err := s.remove(); err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
 	})
-	if err := prepare(context.Background(), c); err != nil {
-		t.Fatalf("testdb: %v", err)
+	if err := prepare(s); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
-	return c
+	return s
 }
 
 // preparePostgres creates and migrates the database "tasks" on c.
