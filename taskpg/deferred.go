@@ -36,6 +36,9 @@ func (r *Repository) Defer(ctx context.Context, db DB, topic string, until time.
 	if err != nil {
 		return wrapf(err, "defer tasks of %q until %v", topic, until.UTC())
 	}
+	if until.IsZero() {
+		r.rewound(topic) // back in the index of Ready tasks, with their sequences
+	}
 	return nil
 }
 

@@ -36,6 +36,7 @@ func (r *Repository) Join(ctx context.Context, db DB, topic string, junction tas
 	if err != nil {
 		return nil, wrapf(err, "join tasks of %q", topic)
 	}
+	r.rewound(topic)
 	released := make([]bool, len(groups))
 	for i, tag := range tags {
 		released[i] = tag.RowsAffected() > 0

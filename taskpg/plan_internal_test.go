@@ -169,6 +169,9 @@ func (r *Repository) pollStatement(p check.Polling, termed bool) (string, []any)
 	}
 	args := []any{"plan", r.owner, planBatch}
 	if p.Condition == taskapi.Unconditional {
+		if !termed && floors(plainPoll, p.Order, false) {
+			term = []any{int64(0)} // from the index's start, as on task
+		}
 		return statements[p.Order][0], append(args, term...)
 	}
 	return statements[p.Order][1], append(append(args, ordinals(p.Blocking())), term...)

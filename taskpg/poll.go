@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -95,6 +96,7 @@ func (r *Repository) pollLimited(ctx context.Context, db DB, topic string, size 
 const (
 	markUnknownOwner = taskapi.Inception
 	markLimited      = -1  // some limit; a limited poll finds out which
+	markFloor        = -3  // what moves the floor (floorMarker)
 	markModes        = -10 // minus 1 for an Active limit, 2 for one per identifier, 4 when they held the poll back
 )
 
@@ -131,34 +133,66 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p 
 		c = 1
 	}
 	if mode != plainPoll {
-		return r.pollWith(ctx, db, topic, size, p, mode, statements[p.Order][c], false, term)
+		return r.pollWith(ctx, db, topic, size, p, mode, statements[p.Order][c], false, term, nil)
 	}
 	var (
 		tasks []taskapi.Task
 		found pollMode
 	)
 	err := r.onTopic(db, topic, statements[p.Order][c], onPartition[p.Order][c], func(sql string, generic bool) (err error) {
-		tasks, found, err = r.pollWith(ctx, db, topic, size, p, mode, sql, generic, term)
+		if term == nil && floors(mode, p.Order, c == 1) {
+			tasks, found, err = r.pollFloored(ctx, db, topic, size, p, sql, generic)
+		} else {
+			tasks, found, err = r.pollWith(ctx, db, topic, size, p, mode, sql, generic, term, nil)
+		}
 		return err
 	})
 	return tasks, found, err
 }
 
+// pollFloored runs sql, a plain poll statement that starts from a floor
+// (see floor.go): in a round trip of taskpg's own on the topic's partition
+// (generic) from the topic's floor, and once more from the index's start
+// when the poll from the floor took nothing; elsewhere from the start.
+func (r *Repository) pollFloored(ctx context.Context, db DB, topic string, size int, p check.Polling, sql string, generic bool) ([]taskapi.Task, pollMode, error) {
+	if !generic || scopeOf(db) != own {
+		return r.pollWith(ctx, db, topic, size, p, plainPoll, sql, generic, []any{int64(0)}, nil)
+	}
+	f := r.floorOf(topic)
+	for {
+		now, mark := time.Now(), floorMark{}
+		start := f.start(now, r.floorStreak, r.floorEvery)
+		tasks, found, err := r.pollWith(ctx, db, topic, size, p, plainPoll, sql, true, []any{start}, &mark)
+		if err != nil {
+			r.rewound(topic) // its claims may be undone, by a failover say
+			return nil, found, err
+		}
+		f.record(now, start, len(tasks), mark)
+		if start == 0 || len(tasks) > 0 || found != plainPoll {
+			return tasks, found, nil
+		}
+	}
+}
+
 // pollWith runs statement, the poll of mode that p asks for (generic: see
 // step), after the topic's advisory lock when the poll is conditional, and
-// after the topic's limit lock in a limited mode.
+// after the topic's limit lock in a limited mode. The trailing arguments
+// follow the size (and the blocking states): a term's number, or a floor;
+// a floored poll's mark goes to mark.
 func (r *Repository) pollWith(ctx context.Context, db DB, topic string, size int, p check.Polling, mode pollMode,
-	statement string, generic bool, term []any) ([]taskapi.Task, pollMode, error) {
+	statement string, generic bool, trailing []any, mark *floorMark) ([]taskapi.Task, pollMode, error) {
 	var (
 		tasks []taskapi.Task
 		t     taskapi.Task
 	)
 	unknown, found := false, mode
-	poll := step{sql: statement, args: append([]any{topic, r.owner, size}, term...), generic: generic,
+	poll := step{sql: statement, args: append([]any{topic, r.owner, size}, trailing...), generic: generic,
 		dest: []any{&t.Sequence, &t.Identifier, &t.Input},
 		each: func() error {
 			if t.Sequence == markUnknownOwner {
 				unknown = true
+			} else if t.Sequence == markFloor {
+				return readMark(mark, t)
 			} else if m, held, ok := modeOf(t.Sequence); ok {
 				found = m
 				if held && p.Note != nil {
@@ -174,7 +208,7 @@ func (r *Repository) pollWith(ctx context.Context, db DB, topic string, size int
 		// The lock and the poll in one round trip, in one transaction,
 		// which holds the lock until the poll is committed; the poll's
 		// snapshot is taken once the lock is held.
-		poll.args = append([]any{topic, r.owner, size, ordinals(p.Blocking())}, term...)
+		poll.args = append([]any{topic, r.owner, size, ordinals(p.Blocking())}, trailing...)
 		steps = append(steps, step{sql: pollLock, args: []any{r.pollKey(topic)}, generic: true})
 	}
 	jitOff, jitBack := unjitted(db, mode)

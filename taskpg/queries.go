@@ -250,13 +250,13 @@ const (
 WITH {with}polled AS (
     UPDATE {schema}.task AS t SET state = 0, owner = $2
     WHERE t.ctid = ANY (ARRAY({candidates})){prune}{term}
-    RETURNING t.sequence, t.identifier, coalesce(t.input, '') AS input),
+    RETURNING t.sequence, t.identifier, coalesce(t.input, '') AS input, t.not_before),
 held AS (
     INSERT INTO {schema}.task_hold (owner, topic) SELECT $2, $1 WHERE EXISTS (SELECT FROM polled)
     ON CONFLICT DO NOTHING)
 SELECT sequence, identifier, input FROM polled
 UNION ALL -- the row of sequence 0 (no task has it) says that the owner is not registered
-SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){marker}`
+SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){marker}{floorMarker}`
 	// pruneTask, {prune} of a poll on task, names the topic's partition
 	// to the planner. A poll on the partition has none: there, the
 	// update's one way to its rows is the address of each (a TID scan),
@@ -292,7 +292,7 @@ SELECT 0, '', '' WHERE NOT EXISTS (SELECT FROM {schema}.task_owner WHERE owner =
                   AND EXISTS (SELECT FROM {schema}.task_owner WHERE owner = $2){condition}
                 ORDER BY {order} LIMIT {take}
                 FOR UPDATE OF r{skip}`
-	pollReady      = `r.not_before IS NULL`
+	pollReady      = `r.not_before IS NULL{floor}`
 	pollReadyOrder = `r.sequence {direction}`
 	pollDue        = `r.not_before IS NOT NULL AND r.not_before <= {now}`
 	pollDueOrder   = `r.not_before {direction}, r.sequence {direction}`
@@ -770,9 +770,39 @@ func pollStatements(v func(string, ...string) string, onPartition bool) (polls, 
 					return v(poll, "{condition}", condition, "{direction}", o.direction, "{earlier}", o.earlier, "{last}", o.last,
 						"{prune}", prune, "{term}", term)
 				}
-				polls[mode][o.order][c], termed[mode][o.order][c] = fill(""), fill(term)
+				floor := unfloored
+				if floors(pollMode(mode), o.order, c == 1) {
+					floor = floored
+				}
+				polls[mode][o.order][c], termed[mode][o.order][c] = floor.Replace(fill("")), unfloored.Replace(fill(term))
 			}
 		}
 	}
 	return polls, termed
+}
+
+// The floor of a poll (see floor.go): floorStart, {floor} of the Ready
+// branch, starts the walk of the Ready index past the floor ($4), and
+// floorMarker reports what moves the floor: the poll's transaction id (none
+// when it took no task), the oldest transaction still open at its snapshot,
+// and the highest sequence it took from the Ready branch.
+const (
+	floorStart  = ` AND r.sequence > $4`
+	floorMarker = `
+UNION ALL
+SELECT -3, coalesce(pg_current_xact_id_if_assigned()::text, ''),
+       pg_snapshot_xmin(pg_current_snapshot())::text || ' ' ||
+       coalesce((SELECT max(sequence) FROM polled WHERE not_before IS NULL), 0)::text`
+)
+
+var (
+	unfloored = strings.NewReplacer("{floor}", "", "{floorMarker}", "")
+	floored   = strings.NewReplacer("{floor}", floorStart, "{floorMarker}", floorMarker)
+)
+
+// floors reports whether the poll statement of mode, order and condition
+// (without a term) starts from a floor: the plain FIFO poll without a
+// condition, the one a busy consumer sends.
+func floors(mode pollMode, order taskapi.Order, conditional bool) bool {
+	return mode == plainPoll && order == taskapi.FIFO && !conditional
 }

@@ -28,5 +28,6 @@ func (r *Repository) Release(ctx context.Context, db DB, topic string, tasks ...
 	if err != nil {
 		return wrapf(err, "release tasks of %q", topic)
 	}
+	r.rewound(topic)
 	return nil
 }

@@ -44,9 +44,14 @@ type Repository struct {
 	// incarnation tells this value from others that register the same
 	// owner name, such as the same process started again.
 	incarnation string
-	wake        *wakeUps  // which pushes notify their topic's channel
-	capped      sync.Map  // topics found with a capacity: their pushes go through admit at once
-	limited     sync.Map  // topics found with limits: the pollMode of their polls
+	wake        *wakeUps // which pushes notify their topic's channel
+	capped      sync.Map // topics found with a capacity: their pushes go through admit at once
+	limited     sync.Map // topics found with limits: the pollMode of their polls
+	floors      sync.Map // topic → *floor (floor.go)
+	// floorStreak and floorEvery are floor.go's constants, which the
+	// package's tests change.
+	floorStreak int
+	floorEvery  time.Duration
 	collation   collation // whether the database sorts by code point (find.go)
 	// partitionsDenied is set once the role was refused a topic's
 	// partition: statements go on task (see onTopic).
@@ -121,6 +126,7 @@ func New(owner string, opts ...Option) (*Repository, error) {
 	return &Repository{
 		owner: owner, schema: schema, plain: s.schema, table: pgx.Identifier{s.schema, "task"},
 		q: q, incarnation: rand.Text(), wake: newWakeUps(s, q, s.schema),
+		floorStreak: floorStreak, floorEvery: floorEvery,
 	}, nil
 }
 

@@ -110,6 +110,9 @@ func (r *Repository) revive(ctx context.Context, db DB, topic string, how taskap
 			old, err = queryRevived(ctx, db, arrange, query, args)
 			return err
 		})
+		if len(old) > 0 {
+			r.rewound(topic) // Ready again, with their sequences
+		}
 		return pairs(old, nil), err
 	}
 	var revivals []taskapi.Revival
