@@ -23,8 +23,10 @@ const cutRounds = 60
 // fewer bytes than this, so some rounds cut nothing. A push into a topic
 // with a capacity may send more (capacityCutBudget): on a new connection
 // it prepares its admitted statement, and when that finds no room it
-// pushes again with task_admit.
-const cutBudget, capacityCutBudget = 2500, 4000
+// pushes again with task_admit. A poll may too (pollCutBudget): on a new
+// connection it prepares its statement, whose text holds both of its
+// branches and the report of its floor.
+const cutBudget, capacityCutBudget, pollCutBudget = 2500, 4000, 3500
 
 // cutRig is a database reached two ways: directly, to set up and check,
 // and through a proxy that cuts the connection at a random byte.
@@ -232,7 +234,7 @@ func TestCutPollLeavesAllOrNothing(t *testing.T) {
 	var c tally
 	for i := range cutRounds {
 		before := r.count(t, "poll", "", taskapi.Active)
-		err := r.cutting(t, func() error {
+		err := r.cuttingWithin(t, pollCutBudget, func() error {
 			_, err := r.repo.Poll(ctx, r.proxied, "poll", 5)
 			return err
 		})

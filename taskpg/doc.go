@@ -112,6 +112,22 @@
 // transaction ends. NextDue reads the first entry after now of the index of
 // deferred tasks: when a poll will next find one due.
 //
+// # Floors
+//
+// Each task a poll takes leaves an entry in the index of Ready tasks that
+// no poll can use again, and every poll walks over such entries until a
+// vacuum removes them. A consumer that keeps taking tasks (a thousand
+// without an empty poll) starts its plain FIFO polls without a condition
+// past them, from the topic's floor: the highest sequence it took, once
+// no push that was open below it remains (see floor.go). A task that comes
+// back to Ready with an older sequence through this repository (Release,
+// a revival in place, Join, Defer that clears a time) resets the floor. One
+// that comes back through another process, or a caller's INSERT of a
+// sequence drawn long before, is polled by the next poll from the index's
+// start: at least every 100 ms while the consumer is busy, and at once
+// when a poll from the floor takes nothing. Until then, newer tasks may go
+// first.
+//
 // # Schedules
 //
 // Mark and Advance keep the marks of periodic schedules in the task_schedule
