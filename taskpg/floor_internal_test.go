@@ -57,22 +57,21 @@ func pollAndComplete(t *testing.T, db DB, repo *Repository, size int) []taskapi.
 	if err != nil {
 		t.Fatal(err)
 	}
-	completeAll(t, db, repo, tasks)
+	if len(tasks) > 0 {
+		if err := repo.Complete(t.Context(), db, "plan", successes(tasks)...); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return tasks
 }
 
-func completeAll(t *testing.T, db DB, repo *Repository, tasks []taskapi.Task) {
-	t.Helper()
-	if len(tasks) == 0 {
-		return
-	}
+// successes returns the completions of tasks, each a success.
+func successes(tasks []taskapi.Task) []taskapi.Completion {
 	completions := make([]taskapi.Completion, len(tasks))
 	for i, task := range tasks {
 		completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Success}}
 	}
-	if err := repo.Complete(t.Context(), db, "plan", completions...); err != nil {
-		t.Fatal(err)
-	}
+	return completions
 }
 
 // readyIndexPages returns the pages of the partition's index of Ready tasks
@@ -342,11 +341,7 @@ func consumeUntil(ctx context.Context, db *pgxpool.Pool, repo *Repository, done 
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		completions := make([]taskapi.Completion, len(tasks))
-		for i, task := range tasks {
-			completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Success}}
-		}
-		if err := repo.Complete(ctx, db, "plan", completions...); err != nil {
+		if err := repo.Complete(ctx, db, "plan", successes(tasks)...); err != nil {
 			return err
 		}
 		record(tasks)

@@ -355,19 +355,8 @@ func load(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 func burnDown(t *testing.T, db *pgxpool.Pool, repo *Repository) {
 	t.Helper()
 	for {
-		tasks, err := repo.Poll(t.Context(), db, "plan", 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tasks) == 0 {
+		if len(pollAndComplete(t, db, repo, 1000)) == 0 {
 			return
-		}
-		completions := make([]taskapi.Completion, len(tasks))
-		for i, task := range tasks {
-			completions[i] = taskapi.Completion{Task: task, Decision: taskapi.Decision{Result: taskapi.Success}}
-		}
-		if err := repo.Complete(t.Context(), db, "plan", completions...); err != nil {
-			t.Fatal(err)
 		}
 	}
 }
