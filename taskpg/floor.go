@@ -27,8 +27,10 @@ import (
 // has ended, and last is the floor.
 //
 // Tasks come back to Ready below the floor when they are released,
-// revived or joined, when Defer clears their time, when a poll that had
-// locked them rolls back, or when a push drew its sequence before its first
+// revived or joined, when Defer clears their time, when a concurrent poll
+// that had locked them rolls back or took others instead (those of its
+// branch of deferred tasks), when a failover loses the claim that took
+// them, or when a push drew its sequence before its first
 // row gave it a transaction id (a plain INSERT of the caller's). The
 // repository's own calls of the first kind reset the floor of their topic;
 // the others are taken by the polls from the index's start, which keep
