@@ -169,7 +169,7 @@ func (r *Repository) pollStatement(p check.Polling, termed bool) (string, []any)
 	}
 	args := []any{"plan", r.owner, planBatch}
 	if p.Condition == taskapi.Unconditional {
-		if !termed && floors(plainPoll, p.Order, false) {
+		if !termed && floorable(plainPoll, p.Order, false) {
 			term = []any{int64(0)} // from the index's start, as on task
 		}
 		return statements[p.Order][0], append(args, term...)

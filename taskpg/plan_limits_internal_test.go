@@ -188,7 +188,7 @@ func limitedPollPages(t *testing.T, db *pgxpool.Pool, repo *Repository, mode pol
 	before := activeTasks(t, tx)
 	var plan []byte
 	args := []any{pgx.QueryExecModeExec, "plan", repo.owner, planBatch}
-	if floors(mode, taskapi.FIFO, false) {
+	if floorable(mode, taskapi.FIFO, false) {
 		args = append(args, int64(0)) // from the index's start, as in a caller's transaction
 	}
 	err := tx.QueryRow(ctx, testdb.ExplainPrefix+repo.q.poll[mode][taskapi.FIFO][0], args...).Scan(&plan)

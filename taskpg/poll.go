@@ -140,7 +140,7 @@ func (r *Repository) poll(ctx context.Context, db DB, topic string, size int, p 
 		found pollMode
 	)
 	err := r.onTopic(db, topic, statements[p.Order][c], onPartition[p.Order][c], func(sql string, generic bool) (err error) {
-		if term == nil && floors(mode, p.Order, c == 1) {
+		if term == nil && floorable(mode, p.Order, c == 1) {
 			tasks, found, err = r.pollFloored(ctx, db, topic, size, p, sql, generic)
 		} else {
 			tasks, found, err = r.pollWith(ctx, db, topic, size, p, mode, sql, generic, term, nil)

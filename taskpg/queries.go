@@ -771,7 +771,7 @@ func pollStatements(v func(string, ...string) string, onPartition bool) (polls, 
 						"{prune}", prune, "{term}", term)
 				}
 				floor := unfloored
-				if floors(pollMode(mode), o.order, c == 1) {
+				if floorable(pollMode(mode), o.order, c == 1) {
 					floor = floored
 				}
 				polls[mode][o.order][c], termed[mode][o.order][c] = floor.Replace(fill("")), unfloored.Replace(fill(term))
@@ -800,9 +800,9 @@ var (
 	floored   = strings.NewReplacer("{floor}", floorStart, "{floorMarker}", floorMarker)
 )
 
-// floors reports whether the poll statement of mode, order and condition
+// floorable reports whether the poll statement of mode, order and condition
 // (without a term) starts from a floor: the plain FIFO poll without a
 // condition, the one a busy consumer sends.
-func floors(mode pollMode, order taskapi.Order, conditional bool) bool {
+func floorable(mode pollMode, order taskapi.Order, conditional bool) bool {
 	return mode == plainPoll && order == taskapi.FIFO && !conditional
 }
