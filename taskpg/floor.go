@@ -44,22 +44,16 @@ import (
 const (
 	floorStreak = 1000                   // tasks taken without an empty poll before a poll starts from the floor
 	floorEvery  = 100 * time.Millisecond // the longest time between two polls from the index's start while busy
-	floorClaims = 64                     // claims kept until the pushes open at their time have ended
+	floorClaims = 64                     // polls that took tasks, kept until the pushes open at their time have ended
 )
 
 // floor is what a repository knows about a topic's Ready index.
 type floor struct {
 	mu      sync.Mutex
-	at      int64     // polls may start past it
-	pending []claim   // claims waiting for the pushes open at their time
-	streak  int       // tasks taken since the last poll that took none
-	full    time.Time // when the last poll from the index's start began
-}
-
-// claim is a poll that took tasks from the Ready index.
-type claim struct {
-	xid  uint64 // its transaction
-	last int64  // the highest sequence it took from the index
+	at      int64       // polls may start past it
+	pending []floorMark // polls that took tasks, waiting for the pushes open at their time
+	streak  int         // tasks taken since the last poll that took none
+	full    time.Time   // when the last poll from the index's start began
 }
 
 // floorMark is what a poll reports for the floor (floorMarker).
@@ -116,7 +110,7 @@ func (f *floor) record(now time.Time, start int64, took int, m floorMark) {
 		if len(f.pending) == floorClaims { // the oldest claim gives way
 			f.pending = f.pending[1:]
 		}
-		f.pending = append(f.pending, claim{m.xid, m.last})
+		f.pending = append(f.pending, m)
 	}
 	kept := f.pending[:0]
 	for _, c := range f.pending {
@@ -129,31 +123,26 @@ func (f *floor) record(now time.Time, start int64, took int, m floorMark) {
 	f.pending = kept
 }
 
-// parseFloorMark reads the marker row's identifier (the transaction id,
-// empty for none) and input (the xmin and the last sequence).
-func parseFloorMark(xid, rest string) (m floorMark, err error) {
-	if xid != "" {
-		if m.xid, err = strconv.ParseUint(xid, 10, 64); err != nil {
-			return m, err
-		}
-	}
-	xmin, last, _ := strings.Cut(rest, " ")
-	if m.xmin, err = strconv.ParseUint(xmin, 10, 64); err != nil {
-		return m, err
-	}
-	m.last, err = strconv.ParseInt(last, 10, 64)
-	return m, err
-}
-
-// readMark reads the marker row t of a floored poll into mark, if any.
+// readMark reads the marker row t of a floored poll into mark, if any: its
+// identifier is the transaction id (empty for none), its input the xmin and
+// the last sequence.
 func readMark(mark *floorMark, t taskapi.Task) error {
 	if mark == nil {
 		return nil
 	}
-	m, err := parseFloorMark(t.Identifier, t.Input)
+	var err error
+	if t.Identifier != "" {
+		mark.xid, err = strconv.ParseUint(t.Identifier, 10, 64)
+	}
+	xmin, last, _ := strings.Cut(t.Input, " ")
+	if err == nil {
+		mark.xmin, err = strconv.ParseUint(xmin, 10, 64)
+	}
+	if err == nil {
+		mark.last, err = strconv.ParseInt(last, 10, 64)
+	}
 	if err != nil {
 		return fmt.Errorf("the floor's mark %q %q: %w", t.Identifier, t.Input, err)
 	}
-	*mark = m
 	return nil
 }
